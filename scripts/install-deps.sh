@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package Strata needs to build, test and benchmark.
+# Idempotent: packages already present are skipped, and apt is only asked
+# when something is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  # libraries
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libsimdjson-dev
+  libdnnl-dev libopenblas-dev
+  libpcre2-dev libutf8proc-dev libxxhash-dev
+  # numerical reference and test tooling (run with /usr/bin/python3)
+  python3 python3-numpy python3-torch python3-jinja2
+  # node for the npm-based oracles and API tests
+  nodejs
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# npm ships inside nodejs on nodesource builds; install Debian's only when absent.
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

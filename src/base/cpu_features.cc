@@ -1,0 +1,79 @@
+#include "base/cpu_features.h"
+
+#include <cpuid.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace strata {
+namespace {
+
+bool os_saves_zmm() {
+  // XGETBV(0): bits 5..7 = opmask, ZMM hi256, hi16 ZMM state enabled by the OS.
+  unsigned eax = 0, edx = 0;
+  __asm__("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (eax & 0xE6) == 0xE6;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  f.fma = c & bit_FMA;
+  f.f16c = c & bit_F16C;
+  bool osxsave = c & bit_OSXSAVE;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  f.avx2 = b & bit_AVX2;
+  bool zmm = osxsave && os_saves_zmm();
+  f.avx512f = zmm && (b & bit_AVX512F);
+  f.avx512bw = zmm && (b & bit_AVX512BW);
+  f.avx512vl = zmm && (b & bit_AVX512VL);
+  f.avx512_vnni = zmm && (c & bit_AVX512VNNI);
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+    f.avx512_bf16 = zmm && (a & bit_AVX512BF16);
+  }
+  return f;
+}
+
+}  // namespace
+
+std::string CpuFeatures::to_string() const {
+  std::string s;
+  auto add = [&s](bool on, const char* name) {
+    if (!on) return;
+    if (!s.empty()) s += ",";
+    s += name;
+  };
+  add(avx2, "avx2");
+  add(fma, "fma");
+  add(f16c, "f16c");
+  add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
+  add(avx512vl, "avx512vl");
+  add(avx512_vnni, "avx512_vnni");
+  add(avx512_bf16, "avx512_bf16");
+  return s.empty() ? "generic" : s;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = [] {
+    const char* env = std::getenv("STRATA_CPU");
+    if (env != nullptr && std::strcmp(env, "generic") == 0) return CpuFeatures{};
+    return detect();
+  }();
+  return features;
+}
+
+int num_hardware_threads() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+}  // namespace strata

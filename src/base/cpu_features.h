@@ -1,0 +1,33 @@
+// What the CPU we run on can do, detected once at start-up. Kernels in
+// ops/cpu pick their implementation from this (the single dispatch point), so
+// one binary runs on any x86-64 and uses AVX-512 where it exists.
+//
+// STRATA_CPU=generic forces the portable path (tests use it to cover both).
+#pragma once
+
+#include <string>
+
+namespace strata {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512_vnni = false;
+  bool avx512_bf16 = false;
+
+  // AVX-512 F/BW/VL: the level our wide kernels need.
+  bool has_avx512() const { return avx512f && avx512bw && avx512vl; }
+  std::string to_string() const;
+};
+
+// Detected features, masked by STRATA_CPU. Thread-safe; computed once.
+const CpuFeatures& cpu_features();
+
+// Number of hardware threads available to this process (affinity-aware).
+int num_hardware_threads();
+
+}  // namespace strata

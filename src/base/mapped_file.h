@@ -1,0 +1,39 @@
+// A read-only memory mapping of a whole file. Model weights are used straight
+// from the mapping (no copy) when their stored dtype is the compute dtype.
+// Thread-safe for concurrent reads; the mapping lives as long as the object.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace strata {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. Errors name the path and the OS reason.
+  static StatusOr<MappedFile> open(const std::string& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const uint8_t* data() const { return data_; }
+  size_t size_bytes() const { return size_bytes_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_bytes_ = 0;
+};
+
+// Reads a whole (small) file into a string: config and tokenizer files.
+StatusOr<std::string> read_file_to_string(const std::string& path);
+
+}  // namespace strata

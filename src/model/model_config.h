@@ -1,0 +1,69 @@
+// What a model is: architecture, shapes and numeric settings, read from a
+// Hugging Face config.json or from GGUF metadata (loader/), validated once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ops/ops.h"
+
+namespace strata::model {
+
+enum class Architecture { kLlama, kQwen2, kQwen3, kMistral };
+
+const char* architecture_name(Architecture arch);  // "LlamaForCausalLM", ...
+
+struct RopeScaling {
+  std::string type;  // "" (none) or "llama3"
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  Architecture arch = Architecture::kLlama;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;  // hidden_size / num_attention_heads unless given
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  ops::RopeStyle rope_style = ops::RopeStyle::kNeox;  // kInterleaved for GGUF llama
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry biases (Qwen2)
+  bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
+  int64_t sliding_window = 0;   // 0 = none (Mistral sets it)
+  int64_t bos_token_id = -1;
+  std::vector<int64_t> eos_token_ids;
+
+  // inv_freq[head_dim / 2] including llama3 scaling, as transformers computes it.
+  std::vector<float> rope_inv_freq() const;
+};
+
+// Sampling defaults from generation_config.json (absent fields keep these).
+struct GenerationConfig {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = 0;  // 0 = off
+  double repetition_penalty = 1.0;
+  int64_t bos_token_id = -1;
+  std::vector<int64_t> eos_token_ids;
+  bool present = false;  // a generation_config.json was found
+};
+
+// Parses a Hugging Face config.json. `path` is used in error messages. Errors
+// name the field and what was expected; unknown architectures list the ones
+// Strata supports.
+StatusOr<ModelConfig> parse_hf_config(const std::string& json_text, const std::string& path);
+StatusOr<GenerationConfig> parse_generation_config(const std::string& json_text,
+                                                   const std::string& path);
+
+}  // namespace strata::model

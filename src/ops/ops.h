@@ -1,0 +1,105 @@
+// CPU math kernels used by the model forward pass. Ops know nothing about
+// models: they see pointers, sizes and weight views.
+//
+// Every op has a plain scalar reference (ops/reference.h) and an optimized
+// implementation chosen at run time (AVX-512 / AVX512-BF16 / VNNI where the
+// CPU has them, portable C++ otherwise); tests compare the two over many sizes
+// and pointer misalignments.
+//
+// Threading: ops that take a ThreadPool split work across it; all ops are
+// called from one thread at a time (the engine thread).
+// Activations are f32 row-major; shapes are given in comments.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/thread_pool.h"
+#include "tensor/tensor_view.h"
+
+namespace strata::ops {
+
+// A linear layer's weight [n, k] (out_features x in_features), prepared once
+// at load time for the matmul kernels. Keeps the stored dtype (F32, F16, BF16,
+// Q8_0); it may hold a repacked copy when that makes the kernels faster, and
+// otherwise points at the caller's bytes (which must outlive it).
+class MatmulWeight {
+ public:
+  // `w` is 2-D [n, k]; k must be a multiple of 32 for Q8_0.
+  static MatmulWeight prepare(const tensor::TensorView& w);
+
+  MatmulWeight();
+  MatmulWeight(MatmulWeight&&) noexcept;
+  MatmulWeight& operator=(MatmulWeight&&) noexcept;
+  ~MatmulWeight();
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  tensor::DType dtype() const { return view_.dtype; }
+  const tensor::TensorView& view() const { return view_; }
+  // Bytes a full pass over the weight reads (for bandwidth accounting).
+  int64_t size_bytes() const { return view_.size_bytes(); }
+
+  struct Packed;  // kernel-private layout, defined in ops/cpu
+  const Packed* packed() const { return packed_.get(); }
+
+ private:
+  tensor::TensorView view_;
+  int64_t n_ = 0;
+  int64_t k_ = 0;
+  std::unique_ptr<Packed> packed_;
+};
+
+// y[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n] when bias != nullptr).
+// x: [m, k] f32, y: [m, n] f32 (must not alias x).
+void matmul(const float* x, int64_t m, const MatmulWeight& w, const float* bias, float* y,
+            ThreadPool& pool);
+
+// y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight[:], computed in f32.
+// x, y: [rows, dim] (y may alias x); weight: [dim].
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y);
+
+// How rotary embeddings pair the dimensions of a head.
+enum class RopeStyle {
+  kNeox,         // Hugging Face rotate-half: dim i pairs with i + rotary_dim/2
+  kInterleaved,  // GPT-J / GGUF llama: dim 2i pairs with 2i+1
+};
+
+// Rotates x in place. x: [num_tokens, num_heads, head_dim]; positions: [num_tokens];
+// inv_freq: [head_dim / 2] (already including any llama3 scaling). The angle
+// for pair i at position p is p * inv_freq[i].
+void rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads,
+          int64_t head_dim, const float* inv_freq, RopeStyle style);
+
+// out[i] = silu(gate[i]) * up[i] for i < n; out may alias gate or up.
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// In-place softmax over one row of n values (max-subtracted, f32).
+void softmax(float* x, int64_t n);
+
+// y[i] += x[i]
+void add_inplace(float* y, const float* x, int64_t n);
+
+// Causal grouped-query attention for one sequence over a contiguous KV cache.
+// q:   [num_tokens, num_heads, head_dim]     (queries at positions start_pos + i)
+// k,v: [start_pos + num_tokens, num_kv_heads, head_dim]  (all cached positions)
+// out: [num_tokens, num_heads, head_dim]
+// Query head h reads kv head h / (num_heads / num_kv_heads). Token at position p
+// attends to positions j with j <= p and, when sliding_window > 0,
+// p - j < sliding_window. Scores are scaled by `scale` (1/sqrt(head_dim)).
+struct AttentionShape {
+  int64_t num_tokens;
+  int64_t start_pos;
+  int64_t num_heads;
+  int64_t num_kv_heads;
+  int64_t head_dim;
+  float scale;
+  int64_t sliding_window = 0;  // 0 = full causal attention
+};
+void attention(const float* q, const float* k, const float* v, const AttentionShape& shape,
+               float* out, ThreadPool& pool);
+
+// Name of the implementation the dispatcher chose, e.g. "avx512_bf16" or "generic".
+const char* cpu_backend_name();
+
+}  // namespace strata::ops
