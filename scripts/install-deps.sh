@@ -31,10 +31,24 @@ done
 if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+  echo "install-deps: all ${#PACKAGES[@]} Debian packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# npm packages used only by test and benchmark tooling (oracles, converters),
+# pinned by each folder's package-lock.json. Re-installed when the lock changes.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+for lock in "$root"/tools/*/package-lock.json; do
+  [ -e "$lock" ] || continue
+  dir="$(dirname "$lock")"
+  stamp="$dir/node_modules/.strata-lock.sha256"
+  want="$(sha256sum "$lock" | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
+  echo "install-deps: npm ci in ${dir#$root/}"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  echo "$want" > "$stamp"
+done

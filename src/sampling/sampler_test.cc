@@ -1,0 +1,62 @@
+#include "sampling/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace strata::sampling {
+namespace {
+
+TEST(SamplerTest, GreedyPicksArgmaxAndLowestIdOnTies) {
+  std::vector<float> logits = {0.1f, 2.0f, 2.0f, -1.0f};
+  Sampler s({.temperature = 0.0});
+  EXPECT_EQ(s.sample(logits.data(), 4), 1);
+}
+
+TEST(SamplerTest, TopLogprobsSortedAndNormalised) {
+  std::vector<float> logits = {1.0f, 3.0f, 2.0f, 0.0f};
+  auto top = top_logprobs(logits.data(), 4, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].first, 1);
+  EXPECT_EQ(top[1].first, 2);
+  EXPECT_EQ(top[2].first, 0);
+  double z = std::exp(1.0) + std::exp(3.0) + std::exp(2.0) + std::exp(0.0);
+  EXPECT_NEAR(top[0].second, 3.0 - std::log(z), 1e-5);
+  EXPECT_NEAR(token_logprob(logits.data(), 4, 3), -std::log(z), 1e-5);
+}
+
+TEST(SamplerTest, SameSeedSameSequence) {
+  std::vector<float> logits = {0.5f, 0.4f, 0.3f, 0.2f, 0.1f};
+  Sampler a({.temperature = 1.0, .seed = 7});
+  Sampler b({.temperature = 1.0, .seed = 7});
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(a.sample(logits.data(), 5), b.sample(logits.data(), 5));
+}
+
+TEST(SamplerTest, TopKRestrictsSupport) {
+  std::vector<float> logits = {1.0f, 0.9f, 0.8f, 5.0f, 0.7f};
+  Sampler s({.temperature = 1.0, .top_k = 2, .seed = 3});
+  std::map<int, int> seen;
+  for (int i = 0; i < 500; ++i) seen[s.sample(logits.data(), 5)]++;
+  for (auto& [tok, n] : seen) EXPECT_TRUE(tok == 3 || tok == 0) << tok;
+}
+
+TEST(SamplerTest, TopPKeepsSmallestNucleus) {
+  // Probabilities ~ {0.7, 0.2, 0.1}: top_p 0.75 keeps the first two.
+  std::vector<float> logits = {std::log(0.7f), std::log(0.2f), std::log(0.1f)};
+  Sampler s({.temperature = 1.0, .top_p = 0.75, .seed = 1});
+  std::map<int, int> seen;
+  for (int i = 0; i < 2000; ++i) seen[s.sample(logits.data(), 3)]++;
+  EXPECT_EQ(seen.count(2), 0u);
+  EXPECT_GT(seen[1], 300);
+}
+
+TEST(SamplerTest, MinPDropsUnlikelyTokens) {
+  std::vector<float> logits = {std::log(0.6f), std::log(0.35f), std::log(0.05f)};
+  Sampler s({.temperature = 1.0, .min_p = 0.2, .seed = 2});
+  for (int i = 0; i < 1000; ++i) EXPECT_NE(s.sample(logits.data(), 3), 2);
+}
+
+}  // namespace
+}  // namespace strata::sampling

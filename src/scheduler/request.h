@@ -1,0 +1,82 @@
+// One generation request as the scheduler sees it: token ids and the two
+// counters that drive everything (vLLM v1):
+//
+//   num_computed_tokens  tokens whose K/V are in the KV pool
+//   num_tokens()         prompt + generated tokens so far
+//
+// A step computes num_tokens() - num_computed_tokens tokens (or a chunk of
+// them). Prefill, chunked prefill, decode, prefix-cache hits and resumption
+// after preemption are all this one rule. When a step's tokens reach
+// num_tokens(), the runner samples one new token, which is appended here.
+//
+// Owned by the Scheduler; touched only on the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kv/block_hash.h"
+#include "kv/kv_cache_manager.h"
+
+namespace strata::scheduler {
+
+enum class RequestStatus {
+  kWaiting,
+  kRunning,
+  kPreempted,
+  kFinishedStopped,   // EOS, a stop token or a stop string
+  kFinishedLength,    // max_tokens or max_model_len reached
+  kFinishedAborted,   // client went away or asked
+};
+
+bool is_finished(RequestStatus status);
+// OpenAI finish_reason: "stop", "length", "abort" (or "" while running).
+const char* finish_reason(RequestStatus status);
+
+// When generation ends, decided on token ids (stop strings are matched on
+// text by the engine's output processor, which then finishes the request).
+struct StopConditions {
+  int64_t max_tokens = 16;
+  int64_t min_tokens = 0;                 // stop tokens are ignored before this many
+  std::vector<int32_t> stop_token_ids;    // in addition to EOS
+  std::vector<int32_t> eos_token_ids;
+  bool ignore_eos = false;
+};
+
+class Request {
+ public:
+  Request(std::string request_id, kv::RequestKey key, std::vector<int32_t> prompt_token_ids,
+          StopConditions stop, const kv::BlockHash& root_hash, int64_t block_size);
+
+  const std::string& request_id() const { return request_id_; }
+  kv::RequestKey key() const { return key_; }
+  const StopConditions& stop() const { return stop_; }
+
+  int64_t num_prompt_tokens() const { return num_prompt_tokens_; }
+  int64_t num_tokens() const { return static_cast<int64_t>(all_token_ids_.size()); }
+  int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens_; }
+  const std::vector<int32_t>& all_token_ids() const { return all_token_ids_; }
+  const std::vector<kv::BlockHash>& block_hashes() const { return block_hashes_; }
+
+  int64_t num_computed_tokens = 0;
+  // Prompt tokens served from the prefix cache at first scheduling (usage's cached_tokens).
+  int64_t num_cached_tokens = -1;
+  int64_t num_preemptions = 0;
+  RequestStatus status = RequestStatus::kWaiting;
+
+  // Appends a sampled token and extends the block hashes.
+  void append_output_token(int32_t token);
+
+ private:
+  std::string request_id_;
+  kv::RequestKey key_;
+  StopConditions stop_;
+  int64_t num_prompt_tokens_;
+  std::vector<int32_t> all_token_ids_;
+  kv::BlockHash root_hash_;
+  int64_t block_size_;
+  std::vector<kv::BlockHash> block_hashes_;
+};
+
+}  // namespace strata::scheduler

@@ -1,0 +1,116 @@
+// Decides, once per engine step, which requests run and how many tokens each
+// computes, under one token budget (vLLM v1's scheduler, in plain data).
+//
+// schedule():
+//   1. running requests first, in order: each gets min(remaining, budget)
+//      tokens (a decode is 1; a prefill may be a chunk). When the KV pool is
+//      out of blocks, the lowest-priority running request (the latest
+//      admitted) is preempted: its blocks are freed, its counters reset, and
+//      it goes back to the front of the waiting queue (recompute later, with
+//      whatever prefix is still cached).
+//   2. if nothing was preempted, waiting requests are admitted FCFS while the
+//      budget, --max-num-seqs and the KV pool allow, starting after their
+//      longest cached prefix.
+// update_from_output() appends the sampled tokens and finishes requests that
+// hit EOS, a stop token, max_tokens or max_model_len.
+//
+// Out of KV space is never an error: it preempts or waits.
+// No tensors, no I/O, no threads: engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/kv_cache_manager.h"
+#include "scheduler/request.h"
+
+namespace strata::scheduler {
+
+struct SchedulerConfig {
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 2048;
+  int64_t max_model_len = 2048;
+  bool enable_chunked_prefill = true;
+  int64_t long_prefill_token_threshold = 0;  // cap per prefill chunk; 0 = budget only
+};
+
+struct ScheduledRequest {
+  Request* request = nullptr;
+  int64_t num_computed_tokens = 0;  // before this step: position of the first new token
+  int64_t num_new_tokens = 0;
+  bool samples = false;  // this step reaches the end of the sequence: sample a token
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledRequest> scheduled;
+  int64_t total_num_scheduled_tokens = 0;
+  std::vector<std::string> preempted_request_ids;
+  // Requests finished or aborted since the previous step (runner drops their state).
+  std::vector<kv::RequestKey> finished_request_keys;
+};
+
+struct RequestUpdate {
+  Request* request = nullptr;
+  int32_t new_token_id = -1;
+  bool finished = false;
+};
+
+struct SchedulerStats {
+  int64_t num_preemptions = 0;
+  int64_t num_prompt_tokens_computed = 0;  // prompt tokens actually run (not cache hits)
+  int64_t num_generation_tokens = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(SchedulerConfig config, kv::KvCacheManager& kv);
+
+  // Queues a request. Errors (nothing queued): a prompt longer than
+  // max_model_len, or one that could never fit in the KV pool.
+  Status add_request(std::unique_ptr<Request> request);
+
+  // Finishes a request now (client gone, or a stop string matched) and frees
+  // its blocks. Returns false for unknown or already finished ids.
+  bool finish_request(const std::string& request_id, RequestStatus status);
+
+  SchedulerOutput schedule();
+
+  // sampled[i] is the token sampled for output.scheduled[i] (ignored when that
+  // entry does not sample). Returns one update per sampled token.
+  std::vector<RequestUpdate> update_from_output(const SchedulerOutput& output,
+                                                const std::vector<int32_t>& sampled);
+
+  // Releases finished requests (the caller has consumed their last update).
+  void release_finished();
+
+  const Request* find(const std::string& request_id) const;
+  int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
+  bool has_unfinished_requests() const { return !waiting_.empty() || !running_.empty(); }
+  const SchedulerConfig& config() const { return config_; }
+  const SchedulerStats& stats() const { return stats_; }
+
+ private:
+  int64_t chunk_size(const Request& r, int64_t num_computed, int64_t budget) const;
+  void schedule_running(SchedulerOutput& out, int64_t& budget);
+  void schedule_waiting(SchedulerOutput& out, int64_t& budget);
+  void preempt(Request* victim, SchedulerOutput& out);
+  bool check_stop(Request& r, int32_t token);
+  void finish(Request* r, RequestStatus status);
+
+  SchedulerConfig config_;
+  kv::KvCacheManager& kv_;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+  std::deque<Request*> waiting_;
+  std::vector<Request*> running_;
+  std::vector<Request*> finished_;
+  std::vector<kv::RequestKey> finished_keys_;
+  SchedulerStats stats_;
+};
+
+}  // namespace strata::scheduler

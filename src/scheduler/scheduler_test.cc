@@ -1,0 +1,190 @@
+#include "scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+
+namespace strata::scheduler {
+namespace {
+
+constexpr int kBlockSize = 4;
+
+// A fake model: the next token is a function of the whole sequence so far, so
+// any mistake in what the scheduler asks to compute changes the output.
+int32_t fake_next_token(const std::vector<int32_t>& tokens) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t t : tokens) h = (h ^ static_cast<uint64_t>(t)) * 1099511628211ull;
+  return static_cast<int32_t>(h % 50) + 10;
+}
+
+class Harness {
+ public:
+  Harness(int32_t num_blocks, SchedulerConfig config, bool caching = true)
+      : kv_(num_blocks, kBlockSize, caching), scheduler_(config, kv_) {}
+
+  Status add(const std::string& id, std::vector<int32_t> prompt, int64_t max_tokens,
+             std::vector<int32_t> eos = {}, int64_t min_tokens = 0) {
+    StopConditions stop;
+    stop.max_tokens = max_tokens;
+    stop.min_tokens = min_tokens;
+    stop.eos_token_ids = std::move(eos);
+    return scheduler_.add_request(std::make_unique<Request>(
+        id, next_key_++, std::move(prompt), stop, kv::root_block_hash({"m", "f32", ""}),
+        kBlockSize));
+  }
+
+  // One engine step with the fake model; checks that the computed ranges are
+  // contiguous with what was computed before.
+  SchedulerOutput step() {
+    SchedulerOutput out = scheduler_.schedule();
+    std::vector<int32_t> sampled;
+    for (const ScheduledRequest& s : out.scheduled) {
+      const auto& ids = s.request->all_token_ids();
+      EXPECT_LE(s.num_computed_tokens + s.num_new_tokens, static_cast<int64_t>(ids.size()));
+      EXPECT_LE(kv_.block_ids(s.request->key()).size() * kBlockSize,
+                static_cast<size_t>(s.num_computed_tokens + s.num_new_tokens + kBlockSize - 1));
+      sampled.push_back(s.samples ? fake_next_token(ids) : -1);
+    }
+    for (const RequestUpdate& u : scheduler_.update_from_output(out, sampled)) {
+      outputs_[u.request->request_id()].push_back(u.new_token_id);
+      if (u.finished) reasons_[u.request->request_id()] = finish_reason(u.request->status);
+    }
+    scheduler_.release_finished();
+    return out;
+  }
+
+  void run_to_completion(int max_steps = 1000) {
+    for (int i = 0; i < max_steps && scheduler_.has_unfinished_requests(); ++i) step();
+    ASSERT_FALSE(scheduler_.has_unfinished_requests());
+  }
+
+  kv::KvCacheManager kv_;
+  Scheduler scheduler_;
+  std::map<std::string, std::vector<int32_t>> outputs_;
+  std::map<std::string, std::string> reasons_;
+  kv::RequestKey next_key_ = 1;
+};
+
+std::vector<int32_t> prompt_of(int n, int start) {
+  std::vector<int32_t> p(n);
+  std::iota(p.begin(), p.end(), start);
+  return p;
+}
+
+std::vector<int32_t> reference_output(std::vector<int32_t> prompt, int n) {
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    int32_t t = fake_next_token(prompt);
+    prompt.push_back(t);
+    out.push_back(t);
+  }
+  return out;
+}
+
+TEST(SchedulerTest, PrefillThenDecodeToMaxTokens) {
+  Harness h(64, {.max_num_batched_tokens = 64, .max_model_len = 128});
+  ASSERT_TRUE(h.add("a", prompt_of(10, 100), 5).ok());
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_["a"], reference_output(prompt_of(10, 100), 5));
+  EXPECT_EQ(h.reasons_["a"], "length");
+  EXPECT_EQ(h.kv_.pool().num_free_blocks(), 64);
+}
+
+TEST(SchedulerTest, ChunkedPrefillRespectsBudgetAndMixesWithDecodes) {
+  Harness h(64, {.max_num_batched_tokens = 16, .max_model_len = 256});
+  ASSERT_TRUE(h.add("short", prompt_of(3, 1), 20).ok());
+  h.step();  // short prefills
+  ASSERT_TRUE(h.add("long", prompt_of(40, 500), 3).ok());
+  SchedulerOutput out = h.step();
+  ASSERT_EQ(out.scheduled.size(), 2u);
+  EXPECT_EQ(out.scheduled[0].num_new_tokens, 1);   // decode of "short"
+  EXPECT_EQ(out.scheduled[1].num_new_tokens, 15);  // chunk of "long"
+  EXPECT_FALSE(out.scheduled[1].samples);
+  EXPECT_EQ(out.total_num_scheduled_tokens, 16);
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_["long"], reference_output(prompt_of(40, 500), 3));
+  EXPECT_EQ(h.outputs_["short"], reference_output(prompt_of(3, 1), 20));
+}
+
+TEST(SchedulerTest, PreemptionByRecomputeGivesSameOutputs) {
+  std::vector<std::vector<int32_t>> prompts = {prompt_of(9, 1), prompt_of(7, 40),
+                                                prompt_of(12, 80), prompt_of(5, 200)};
+  Harness tight(8, {.max_num_batched_tokens = 32, .max_model_len = 64});
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(tight.add("r" + std::to_string(i), prompts[i], 12).ok());
+  }
+  tight.run_to_completion();
+  EXPECT_GT(tight.scheduler_.stats().num_preemptions, 0);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(tight.outputs_["r" + std::to_string(i)], reference_output(prompts[i], 12)) << i;
+  }
+  EXPECT_EQ(tight.kv_.pool().num_free_blocks(), 8);
+}
+
+TEST(SchedulerTest, RepeatedPromptComputesOnlyUncachedTail) {
+  Harness h(64, {.max_num_batched_tokens = 64, .max_model_len = 128});
+  ASSERT_TRUE(h.add("first", prompt_of(30, 7), 2).ok());
+  h.run_to_completion();
+  const int64_t before = h.scheduler_.stats().num_prompt_tokens_computed;
+  ASSERT_TRUE(h.add("second", prompt_of(30, 7), 2).ok());
+  SchedulerOutput out = h.step();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].num_computed_tokens, 28);  // 7 full blocks of 4
+  EXPECT_EQ(out.scheduled[0].request->num_cached_tokens, 28);
+  EXPECT_EQ(h.scheduler_.stats().num_prompt_tokens_computed - before, 2);
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_["second"], h.outputs_["first"]);
+}
+
+TEST(SchedulerTest, AbortFreesBlocksAtOnce) {
+  Harness h(16, {.max_num_batched_tokens = 64, .max_model_len = 64});
+  ASSERT_TRUE(h.add("a", prompt_of(20, 1), 30).ok());
+  h.step();
+  EXPECT_LT(h.kv_.pool().num_free_blocks(), 16);
+  EXPECT_TRUE(h.scheduler_.finish_request("a", RequestStatus::kFinishedAborted));
+  EXPECT_EQ(h.kv_.pool().num_free_blocks(), 16);
+  EXPECT_FALSE(h.scheduler_.has_unfinished_requests());
+  EXPECT_FALSE(h.scheduler_.finish_request("a", RequestStatus::kFinishedAborted));
+}
+
+TEST(SchedulerTest, StopsOnEosAfterMinTokens) {
+  std::vector<int32_t> prompt = prompt_of(6, 3);
+  std::vector<int32_t> ref = reference_output(prompt, 6);
+  Harness h(32, {.max_num_batched_tokens = 64, .max_model_len = 64});
+  ASSERT_TRUE(h.add("eos", prompt, 6, {ref[0]}).ok());
+  ASSERT_TRUE(h.add("min", prompt, 6, {ref[0]}, 2).ok());
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_["eos"], std::vector<int32_t>{ref[0]});
+  EXPECT_EQ(h.reasons_["eos"], "stop");
+  // With min_tokens 2 the first EOS is ignored; generation stops at the next one.
+  size_t expected = ref.size();
+  for (size_t i = 1; i < ref.size(); ++i) {
+    if (ref[i] == ref[0]) {
+      expected = i + 1;
+      break;
+    }
+  }
+  EXPECT_GT(h.outputs_["min"].size(), 1u);
+  EXPECT_EQ(h.outputs_["min"], std::vector<int32_t>(ref.begin(), ref.begin() + expected));
+}
+
+TEST(SchedulerTest, RejectsTooLongPromptWithPreciseError) {
+  Harness h(64, {.max_num_batched_tokens = 64, .max_model_len = 16});
+  Status s = h.add("long", prompt_of(17, 0), 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "prompt has 17 tokens; --max-model-len is 16");
+}
+
+TEST(SchedulerTest, MaxNumSeqsLimitsRunningSet) {
+  Harness h(64, {.max_num_seqs = 2, .max_num_batched_tokens = 64, .max_model_len = 64});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(h.add("r" + std::to_string(i), prompt_of(4, i), 3).ok());
+  SchedulerOutput out = h.step();
+  EXPECT_EQ(out.scheduled.size(), 2u);
+  EXPECT_EQ(h.scheduler_.num_waiting(), 1);
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_.size(), 3u);
+}
+
+}  // namespace
+}  // namespace strata::scheduler
