@@ -13,7 +13,7 @@ PACKAGES=(
   libdnnl-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
   # numerical reference and test tooling (run with /usr/bin/python3)
-  python3 python3-numpy python3-torch python3-jinja2
+  python3 python3-numpy python3-torch python3-jinja2 python3-yaml
   # node for the npm-based oracles and API tests
   nodejs
 )
@@ -49,6 +49,10 @@ for lock in "$root"/tools/*/package-lock.json; do
   want="$(sha256sum "$lock" | cut -d' ' -f1)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
   echo "install-deps: npm ci in ${dir#$root/}"
-  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  # npm ci when the lock resolves as-is; some locks list optional packages for
+  # other platforms that this registry lacks, so fall back to a --no-save
+  # install of the locked versions without them.
+  (cd "$dir" && { npm ci --ignore-scripts --no-audit --no-fund --loglevel=error ||
+    npm install --no-save --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error; })
   echo "$want" > "$stamp"
 done

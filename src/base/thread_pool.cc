@@ -10,8 +10,9 @@
 
 namespace strata {
 namespace {
-constexpr int kSpinIterations = 20000;  // ~tens of microseconds before sleeping
-}
+constexpr int kSpinIterations = 4000;  // a few microseconds before sleeping
+constexpr int64_t kChunksPerThread = 4;
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
   for (int i = 1; i < num_threads_; ++i) {
@@ -21,38 +22,46 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  wake_.fetch_add(1);
+  wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_range(int thread_idx) {
-  if (thread_idx >= job_parts_) return;
-  int64_t chunks = (job_n_ + job_grain_ - 1) / job_grain_;
-  int64_t begin_chunk = chunks * thread_idx / job_parts_;
-  int64_t end_chunk = chunks * (thread_idx + 1) / job_parts_;
-  int64_t begin = std::min(job_n_, begin_chunk * job_grain_);
-  int64_t end = std::min(job_n_, end_chunk * job_grain_);
-  if (begin < end) (*job_)(begin, end, thread_idx);
+void ThreadPool::run_chunks(int thread_idx) {
+  uint64_t v = claim_.load(std::memory_order_acquire);
+  while (true) {
+    const uint64_t next = (v >> kChunkBits) & kChunkMask;
+    const uint64_t total = v & kChunkMask;
+    if (next >= total) return;
+    if (!claim_.compare_exchange_weak(v, v + (uint64_t{1} << kChunkBits),
+                                      std::memory_order_acq_rel, std::memory_order_acquire)) {
+      continue;
+    }
+    // The job cannot change until this chunk is counted done.
+    const int64_t begin = static_cast<int64_t>(next) * job_chunk_items_;
+    const int64_t end = std::min(job_n_, begin + job_chunk_items_);
+    (*job_)(begin, end, thread_idx);
+    chunks_done_.fetch_add(1, std::memory_order_acq_rel);
+    v = claim_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::worker_loop(int thread_idx) {
-  uint64_t seen = 0;
-  while (true) {
+  uint32_t seen = wake_.load();
+  while (!stop_.load(std::memory_order_acquire)) {
+    run_chunks(thread_idx);
     int spins = 0;
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    while (gen == seen) {
-      if (++spins < kSpinIterations) {
-        _mm_pause();
-      } else {
-        generation_.wait(seen, std::memory_order_acquire);
-      }
-      gen = generation_.load(std::memory_order_acquire);
+    uint32_t now = wake_.load(std::memory_order_acquire);
+    while (now == seen && ++spins < kSpinIterations) {
+      _mm_pause();
+      now = wake_.load(std::memory_order_acquire);
     }
-    seen = gen;
-    if (stop_.load()) return;
-    run_range(thread_idx);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    if (now == seen) {
+      num_sleeping_.fetch_add(1, std::memory_order_acq_rel);
+      wake_.wait(seen, std::memory_order_acquire);
+      num_sleeping_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    seen = wake_.load(std::memory_order_acquire);
   }
 }
 
@@ -60,28 +69,34 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
                               int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  int64_t chunks = (n + grain - 1) / grain;
-  bool nested = in_job_.exchange(true);
-  if (nested || num_threads_ == 1 || chunks == 1) {
+  const int64_t grains = (n + grain - 1) / grain;
+  const bool nested = in_job_.exchange(true);
+  if (nested || num_threads_ == 1 || grains == 1) {
     fn(0, n, 0);
     if (!nested) in_job_.store(false);
     return;
   }
+  const int64_t max_chunks = std::min<int64_t>(grains, kChunksPerThread * num_threads_);
+  const int64_t grains_per_chunk = (grains + max_chunks - 1) / max_chunks;
   job_ = &fn;
   job_n_ = n;
-  job_grain_ = grain;
-  job_parts_ = static_cast<int>(std::min<int64_t>(num_threads_, chunks));
-  pending_.store(num_threads_ - 1, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
-  run_range(0);
+  job_chunk_items_ = grains_per_chunk * grain;
+  const int64_t num_chunks = (n + job_chunk_items_ - 1) / job_chunk_items_;
+  STRATA_CHECK(num_chunks <= static_cast<int64_t>(kChunkMask));
+  chunks_done_.store(0, std::memory_order_relaxed);
+  generation_ = (generation_ + 1) & 0xffffff;
+  claim_.store(generation_ << (2 * kChunkBits) | static_cast<uint64_t>(num_chunks),
+               std::memory_order_release);
+  wake_.fetch_add(1, std::memory_order_acq_rel);
+  if (num_sleeping_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+  run_chunks(0);
+  // Only chunks a worker claimed and is running can still be outstanding.
   int spins = 0;
-  for (int left = pending_.load(std::memory_order_acquire); left != 0;
-       left = pending_.load(std::memory_order_acquire)) {
+  while (chunks_done_.load(std::memory_order_acquire) != num_chunks) {
     if (++spins < kSpinIterations) {
       _mm_pause();
     } else {
-      pending_.wait(left, std::memory_order_acquire);
+      std::this_thread::yield();
     }
   }
   job_ = nullptr;

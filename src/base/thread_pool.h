@@ -1,12 +1,14 @@
 // A persistent pool of worker threads for data-parallel kernels.
 //
-// parallel_for splits [0, n) into one contiguous range per thread; the calling
-// thread runs range 0 and the workers the rest, and the call returns when all
-// ranges are done. Workers spin briefly for the next job and then sleep, so a
-// pool on a shared 2-vCPU machine does not burn the neighbour's core.
+// parallel_for cuts [0, n) into chunks aligned to `grain` and the calling
+// thread and the workers claim chunks from a shared counter until none are
+// left. The caller never waits for a worker that has not started: on a
+// shared 2-vCPU machine a descheduled worker simply claims nothing, and the
+// caller waits only for chunks a worker is actually running. Idle workers spin
+// briefly, then sleep on a futex.
 //
 // Thread-safety: parallel_for may be called from one thread at a time (the
-// engine thread). Nested calls from inside a job run serially.
+// engine thread). Nested calls from inside a job run serially on the caller.
 #pragma once
 
 #include <atomic>
@@ -27,9 +29,10 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  // fn(begin, end, thread_idx) over a partition of [0, n) into at most
-  // num_threads() ranges whose sizes differ by at most `grain` (ranges start
-  // at multiples of `grain` so SIMD/blocked kernels keep aligned tiles).
+  // Calls fn(begin, end, thread_idx) over disjoint ranges covering [0, n).
+  // Every range except the last starts and ends at a multiple of `grain`;
+  // thread_idx < num_threads() identifies the executing thread (for
+  // per-thread scratch), and one thread runs one range at a time.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn,
                     int64_t grain = 1);
 
@@ -37,19 +40,28 @@ class ThreadPool {
   static ThreadPool& global();
 
  private:
+  // claim_ packs (generation:24 | next_chunk:20 | num_chunks:20) so a chunk
+  // can only be claimed while its job is the published one.
+  static constexpr int kChunkBits = 20;
+  static constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkBits) - 1;
+
   void worker_loop(int thread_idx);
-  void run_range(int thread_idx);
+  // Claims and runs chunks of the current job; returns when none are left.
+  void run_chunks(int thread_idx);
 
   const int num_threads_;
   std::vector<std::thread> workers_;
+  // Job description, written by the caller before it publishes claim_.
   const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  int64_t job_grain_ = 1;
-  int job_parts_ = 0;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  int64_t job_chunk_items_ = 1;
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> chunks_done_{0};
+  std::atomic<uint32_t> wake_{0};       // futex the workers sleep on
+  std::atomic<int> num_sleeping_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> in_job_{false};
+  uint64_t generation_ = 0;
 };
 
 }  // namespace strata

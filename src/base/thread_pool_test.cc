@@ -12,7 +12,7 @@ TEST(ThreadPoolTest, CoversEveryIndexOnce) {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
     for (int64_t n : {1, 2, 7, 64, 1000}) {
-      for (int64_t grain : {1, 4, 16}) {
+      for (int64_t grain : {1, 4, 16}) {  // ranges must start on grain boundaries
         std::vector<std::atomic<int>> hits(n);
         pool.parallel_for(
             n,

@@ -74,6 +74,7 @@ class BlockPool {
   bool reset_prefix_cache();
 
   PrefixCacheStats& stats() { return stats_; }
+  const PrefixCacheStats& stats() const { return stats_; }
 
  private:
   void evict_hash(int32_t block_id);

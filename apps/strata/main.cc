@@ -1,0 +1,37 @@
+// strata: the command-line front end. `strata generate` runs one prompt through
+// a model; further commands (serve, bench) arrive with their issues.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+void print_usage() {
+  std::fprintf(stderr,
+               "usage: strata COMMAND [flags]\n\n"
+               "commands:\n"
+               "  generate   generate a continuation of one prompt (--help for flags)\n"
+               "  version    print the version\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "generate") return strata::app::run_generate(args);
+  if (command == "version" || command == "--version") {
+    std::printf("strata %s\n", STRATA_VERSION);
+    return 0;
+  }
+  std::fprintf(stderr, "strata: unknown command '%s'\n", command.c_str());
+  print_usage();
+  return 2;
+}

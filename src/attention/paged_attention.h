@@ -1,0 +1,50 @@
+// Attention over a paged KV cache for a flat batch of sequences.
+//
+// KV layout of one layer (the KV arena, see runner/kv_arena.h):
+//   k_cache, v_cache: [num_blocks, block_size, num_kv_heads, head_dim] f32
+// A slot s = block_id * block_size + offset addresses one token's row.
+//
+// reshape_and_cache writes the new tokens' K/V rows into their slots;
+// paged_attention then computes causal grouped-query attention for every
+// new token over its sequence's context, reading K/V through the block
+// table. Within one layer, all K/V of the step are written before any
+// attention reads, so sequences sharing prefix blocks written in this same
+// step see them.
+//
+// Query head h reads kv head h / (num_heads / num_kv_heads); a token at
+// position p sees positions j <= p (and p - j < sliding_window when set).
+// The optimized kernel is compiled for AVX-512 and baseline x86-64 and chosen
+// at run time (function multiversioning); paged_attention_reference is the
+// plain scalar version the tests compare against.
+#pragma once
+
+#include <cstdint>
+
+#include "attention/attention_metadata.h"
+#include "base/thread_pool.h"
+
+namespace strata::attention {
+
+struct PagedAttentionParams {
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t block_size = 0;
+  float scale = 1.0f;
+  int64_t sliding_window = 0;  // 0 = full causal attention
+};
+
+// k, v: [num_tokens, num_kv_heads, head_dim] -> cache rows at slot_mapping.
+void reshape_and_cache(const float* k, const float* v, const AttentionMetadata& md,
+                       int64_t kv_row_floats, float* k_cache, float* v_cache);
+
+// q, out: [num_tokens, num_heads, head_dim].
+void paged_attention(const float* q, const float* k_cache, const float* v_cache,
+                     const AttentionMetadata& md, const PagedAttentionParams& p, float* out,
+                     ThreadPool& pool);
+
+void paged_attention_reference(const float* q, const float* k_cache, const float* v_cache,
+                               const AttentionMetadata& md, const PagedAttentionParams& p,
+                               float* out);
+
+}  // namespace strata::attention

@@ -1,0 +1,151 @@
+#include "attention/paged_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace strata::attention {
+namespace {
+
+struct Case {
+  std::vector<int> context_lens;  // per sequence, after this step
+  std::vector<int> num_new;       // per sequence
+  int num_heads, num_kv_heads, head_dim, block_size;
+  int sliding_window = 0;
+};
+
+// Contiguous per-sequence K/V, scattered into shuffled blocks; the expected
+// output is computed from the contiguous copy, independently of block tables.
+struct Built {
+  std::vector<float> q, k_cache, v_cache, expected;
+  std::vector<std::vector<float>> k_seq, v_seq;
+  AttentionMetadata md;
+};
+
+Built build(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  Built b;
+  const int row = c.num_kv_heads * c.head_dim;
+  const int num_seqs = static_cast<int>(c.context_lens.size());
+  int max_blocks = 0, total_blocks = 0;
+  for (int len : c.context_lens) {
+    int nb = (len + c.block_size - 1) / c.block_size;
+    max_blocks = std::max(max_blocks, nb);
+    total_blocks += nb;
+  }
+  total_blocks += 3;  // unused blocks in between
+  std::vector<int32_t> free_ids(total_blocks);
+  std::iota(free_ids.begin(), free_ids.end(), 0);
+  std::shuffle(free_ids.begin(), free_ids.end(), rng);
+  b.k_cache.assign(int64_t{total_blocks} * c.block_size * row, NAN);  // unused slots poisoned
+  b.v_cache = b.k_cache;
+  b.md.max_blocks_per_seq = max_blocks;
+  b.md.block_tables.assign(num_seqs * max_blocks, -1);
+  b.md.query_start_loc.push_back(0);
+  int next_free = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int len = c.context_lens[s];
+    for (int blk = 0; blk * c.block_size < len; ++blk) {
+      b.md.block_tables[s * max_blocks + blk] = free_ids[next_free++];
+    }
+    std::vector<float> ks(len * row), vs(len * row);
+    for (float& x : ks) x = dist(rng);
+    for (float& x : vs) x = dist(rng);
+    for (int pos = 0; pos < len; ++pos) {
+      int64_t slot = int64_t{b.md.block_tables[s * max_blocks + pos / c.block_size]} * c.block_size +
+                     pos % c.block_size;
+      std::copy_n(&ks[pos * row], row, &b.k_cache[slot * row]);
+      std::copy_n(&vs[pos * row], row, &b.v_cache[slot * row]);
+      if (pos >= len - c.num_new[s]) b.md.slot_mapping.push_back(slot);
+    }
+    b.k_seq.push_back(ks);
+    b.v_seq.push_back(vs);
+    b.md.seq_lens.push_back(len);
+    b.md.query_start_loc.push_back(b.md.query_start_loc.back() + c.num_new[s]);
+  }
+  const int64_t num_tokens = b.md.query_start_loc.back();
+  b.q.resize(num_tokens * c.num_heads * c.head_dim);
+  for (float& x : b.q) x = dist(rng);
+  // Expected, from contiguous K/V.
+  b.expected.assign(b.q.size(), 0.0f);
+  const int group = c.num_heads / c.num_kv_heads;
+  const double scale = 1.0 / std::sqrt(double(c.head_dim));
+  for (int s = 0; s < num_seqs; ++s) {
+    for (int i = 0; i < c.num_new[s]; ++i) {
+      const int t = b.md.query_start_loc[s] + i;
+      const int pos = c.context_lens[s] - c.num_new[s] + i;
+      const int first = c.sliding_window > 0 ? std::max(0, pos - c.sliding_window + 1) : 0;
+      for (int h = 0; h < c.num_heads; ++h) {
+        const float* qh = &b.q[(t * c.num_heads + h) * c.head_dim];
+        std::vector<double> w;
+        for (int j = first; j <= pos; ++j) {
+          double d = 0;
+          for (int e = 0; e < c.head_dim; ++e) {
+            d += qh[e] * b.k_seq[s][j * row + (h / group) * c.head_dim + e];
+          }
+          w.push_back(d * scale);
+        }
+        double mx = *std::max_element(w.begin(), w.end()), sum = 0;
+        for (double& x : w) sum += x = std::exp(x - mx);
+        for (int e = 0; e < c.head_dim; ++e) {
+          double acc = 0;
+          for (int j = first; j <= pos; ++j) {
+            acc += w[j - first] * b.v_seq[s][j * row + (h / group) * c.head_dim + e];
+          }
+          b.expected[(t * c.num_heads + h) * c.head_dim + e] = acc / sum;
+        }
+      }
+    }
+  }
+  return b;
+}
+
+void run_case(const Case& c, uint32_t seed) {
+  Built b = build(c, seed);
+  PagedAttentionParams p{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
+                         static_cast<float>(1.0 / std::sqrt(double(c.head_dim))),
+                         c.sliding_window};
+  std::vector<float> out(b.q.size()), ref(b.q.size());
+  ThreadPool pool(2);
+  paged_attention(b.q.data(), b.k_cache.data(), b.v_cache.data(), b.md, p, out.data(), pool);
+  paged_attention_reference(b.q.data(), b.k_cache.data(), b.v_cache.data(), b.md, p, ref.data());
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_NEAR(ref[i], b.expected[i], 1e-5) << "reference, element " << i;
+    ASSERT_NEAR(out[i], b.expected[i], 2e-5) << "kernel, element " << i;
+  }
+}
+
+TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
+  run_case({{1, 5, 16, 17, 40}, {1, 1, 1, 1, 1}, 4, 2, 16, 16}, 1);
+}
+
+TEST(PagedAttentionTest, MixedPrefillChunksAndDecodes) {
+  run_case({{7, 33, 20}, {7, 10, 1}, 6, 3, 8, 4}, 2);
+}
+
+TEST(PagedAttentionTest, MultiHeadAndOddHeadDim) {
+  run_case({{9, 3}, {9, 3}, 3, 3, 13, 5}, 3);
+}
+
+TEST(PagedAttentionTest, SlidingWindow) {
+  run_case({{30, 12}, {30, 1}, 4, 1, 16, 4, 8}, 4);
+}
+
+TEST(PagedAttentionTest, ReshapeAndCacheWritesSlots) {
+  AttentionMetadata md;
+  md.slot_mapping = {5, 0};
+  std::vector<float> k = {1, 2, 3, 4}, v = {5, 6, 7, 8};
+  std::vector<float> kc(12, 0), vc(12, 0);
+  reshape_and_cache(k.data(), v.data(), md, 2, kc.data(), vc.data());
+  EXPECT_EQ(kc[10], 1);
+  EXPECT_EQ(kc[11], 2);
+  EXPECT_EQ(kc[0], 3);
+  EXPECT_EQ(vc[1], 8);
+}
+
+}  // namespace
+}  // namespace strata::attention

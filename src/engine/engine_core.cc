@@ -1,0 +1,162 @@
+#include "engine/engine_core.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace strata::engine {
+namespace {
+
+int64_t num_blocks_for(const model::Model& model, const EngineConfig& config) {
+  if (config.num_blocks > 0) return config.num_blocks;
+  return config.kv_cache_memory_bytes / model.kv_bytes_per_block(config.block_size);
+}
+
+}  // namespace
+
+std::string model_fingerprint(const model::Model& model) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  const model::ModelConfig& c = model.config();
+  const int64_t shape[] = {static_cast<int64_t>(c.arch), c.vocab_size, c.hidden_size,
+                           c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
+                           c.num_key_value_heads, c.head_dim, c.sliding_window,
+                           static_cast<int64_t>(c.rope_style)};
+  XXH3_128bits_update(state, shape, sizeof(shape));
+  XXH3_128bits_update(state, &c.rope_theta, sizeof(c.rope_theta));
+  const model::WeightSource& w = model.files().weights;
+  for (const std::string& name : w.names()) {
+    const tensor::TensorView& v = w.find(name)->view;
+    XXH3_128bits_update(state, name.data(), name.size());
+    const char* dtype = tensor::dtype_name(v.dtype);
+    XXH3_128bits_update(state, dtype, std::strlen(dtype));
+    const int64_t bytes = v.size_bytes();
+    const int64_t head = std::min<int64_t>(bytes, 4096);
+    const auto* data = static_cast<const uint8_t*>(v.data);
+    XXH3_128bits_update(state, data, head);
+    XXH3_128bits_update(state, data + bytes - head, head);
+  }
+  XXH128_hash_t h = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return hex;
+}
+
+StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(const model::Model& model,
+                                                         const EngineConfig& config,
+                                                         ThreadPool& pool) {
+  const int64_t num_blocks = num_blocks_for(model, config);
+  const int64_t needed = (config.scheduler.max_model_len + config.block_size - 1) / config.block_size;
+  if (num_blocks < needed) {
+    return invalid_argument(
+        "the KV cache has room for " + std::to_string(num_blocks * config.block_size) +
+        " tokens but --max-model-len is " + std::to_string(config.scheduler.max_model_len) +
+        "; raise --kv-cache-memory (one token needs " +
+        std::to_string(model.kv_bytes_per_block(1)) + " bytes) or lower --max-model-len");
+  }
+  return std::unique_ptr<EngineCore>(new EngineCore(model, config, num_blocks, pool));
+}
+
+EngineCore::EngineCore(const model::Model& model, const EngineConfig& config, int64_t num_blocks,
+                       ThreadPool& pool)
+    : model_(model),
+      config_(config),
+      kv_(static_cast<int32_t>(num_blocks), static_cast<int32_t>(config.block_size),
+          config.enable_prefix_caching),
+      scheduler_(config.scheduler, kv_),
+      runner_(model, num_blocks, config.block_size, pool) {
+  extra_keys_.model_fingerprint = engine::model_fingerprint(model);
+  extra_keys_.kv_dtype = "f32";
+}
+
+Status EngineCore::add_request(EngineRequest request) {
+  const int64_t vocab = model_.vocab_size();
+  for (size_t i = 0; i < request.prompt_token_ids.size(); ++i) {
+    const int32_t id = request.prompt_token_ids[i];
+    if (id < 0 || id >= vocab) {
+      return invalid_argument("prompt token " + std::to_string(i) + " is " + std::to_string(id) +
+                              "; the vocabulary has " + std::to_string(vocab) + " tokens");
+    }
+  }
+  kv::ExtraKeys keys = extra_keys_;
+  keys.cache_salt = request.cache_salt;
+  const kv::RequestKey key = next_key_++;
+  auto r = std::make_unique<scheduler::Request>(request.request_id, key,
+                                                std::move(request.prompt_token_ids),
+                                                std::move(request.stop), kv::root_block_hash(keys),
+                                                config_.block_size);
+  STRATA_RETURN_IF_ERROR(scheduler_.add_request(std::move(r)));
+  runner_.add_request(key, request.sampling, request.num_top_logprobs);
+  return Status();
+}
+
+bool EngineCore::abort_request(const std::string& request_id) {
+  const scheduler::Request* r = scheduler_.find(request_id);
+  if (r == nullptr) return false;
+  if (!scheduler_.finish_request(request_id, scheduler::RequestStatus::kFinishedAborted)) {
+    return false;
+  }
+  RequestOutput out;
+  out.request_id = request_id;
+  out.finished = true;
+  out.finish_reason = "abort";
+  out.num_prompt_tokens = r->num_prompt_tokens();
+  out.num_cached_tokens = std::max<int64_t>(0, r->num_cached_tokens);
+  out.num_output_tokens = r->num_output_tokens();
+  aborted_.push_back(std::move(out));
+  return true;
+}
+
+std::vector<RequestOutput> EngineCore::step() {
+  std::vector<RequestOutput> outputs;
+  outputs.swap(aborted_);
+  scheduler::SchedulerOutput plan = scheduler_.schedule();
+  for (kv::RequestKey key : plan.finished_request_keys) runner_.remove_request(key);
+  if (plan.scheduled.empty()) {
+    scheduler_.release_finished();
+    return outputs;
+  }
+  ++num_steps_;
+  std::vector<runner::SampledToken> sampled = runner_.execute(plan, kv_);
+  std::vector<int32_t> ids(sampled.size());
+  for (size_t i = 0; i < sampled.size(); ++i) ids[i] = sampled[i].token_id;
+  std::vector<scheduler::RequestUpdate> updates = scheduler_.update_from_output(plan, ids);
+  size_t next = 0;
+  for (const scheduler::RequestUpdate& u : updates) {
+    while (plan.scheduled[next].request != u.request) ++next;
+    RequestOutput out;
+    out.request_id = u.request->request_id();
+    out.new_tokens.push_back(std::move(sampled[next]));
+    out.finished = u.finished;
+    out.finish_reason = scheduler::finish_reason(u.request->status);
+    out.num_prompt_tokens = u.request->num_prompt_tokens();
+    out.num_cached_tokens = std::max<int64_t>(0, u.request->num_cached_tokens);
+    out.num_output_tokens = u.request->num_output_tokens();
+    if (u.finished) runner_.remove_request(u.request->key());
+    outputs.push_back(std::move(out));
+  }
+  scheduler_.release_finished();
+  return outputs;
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats s;
+  s.num_steps = num_steps_;
+  s.num_forward_tokens = runner_.num_forward_tokens();
+  s.num_prompt_tokens_computed = scheduler_.stats().num_prompt_tokens_computed;
+  s.num_generation_tokens = scheduler_.stats().num_generation_tokens;
+  s.num_preemptions = scheduler_.stats().num_preemptions;
+  const kv::PrefixCacheStats& p = kv_.pool().stats();
+  s.prefix_cache_queries = p.num_queries_tokens;
+  s.prefix_cache_hits = p.num_hit_tokens;
+  s.num_running = scheduler_.num_running();
+  s.num_waiting = scheduler_.num_waiting();
+  s.kv_cache_usage = kv_.pool().usage();
+  return s;
+}
+
+}  // namespace strata::engine

@@ -1,0 +1,113 @@
+// The engine's single-threaded core: one step = schedule -> execute -> update.
+//
+//   add_request()  tokenized prompt + sampling settings -> waiting queue
+//   step()         scheduler picks this step's tokens under the budget; the
+//                  runner runs one forward pass over all of them and samples;
+//                  the scheduler appends tokens and finishes requests
+//   abort_request() frees the request's KV blocks at once
+//
+// KV pool size: kv_cache_memory_bytes / bytes per block (all layers, K+V).
+// Prefix-cache keys chain from a root hash over the model fingerprint, the KV
+// dtype and the request's cache_salt (kv/block_hash.h).
+//
+// Not thread-safe: the Engine front (engine.h) owns the thread that calls it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "kv/kv_cache_manager.h"
+#include "model/model.h"
+#include "runner/model_runner.h"
+#include "sampling/sampler.h"
+#include "scheduler/scheduler.h"
+
+namespace strata::engine {
+
+struct EngineConfig {
+  scheduler::SchedulerConfig scheduler;
+  int64_t block_size = 16;
+  int64_t kv_cache_memory_bytes = int64_t{1} << 30;
+  int64_t num_blocks = 0;  // when > 0, overrides kv_cache_memory_bytes
+  bool enable_prefix_caching = true;
+};
+
+struct EngineRequest {
+  std::string request_id;
+  std::vector<int32_t> prompt_token_ids;
+  sampling::SamplingParams sampling;
+  scheduler::StopConditions stop;
+  int num_top_logprobs = 0;
+  std::string cache_salt;
+};
+
+// What one step produced for one request.
+struct RequestOutput {
+  std::string request_id;
+  std::vector<runner::SampledToken> new_tokens;
+  bool finished = false;
+  std::string finish_reason;  // "stop", "length", "abort" once finished
+  int64_t num_prompt_tokens = 0;
+  int64_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
+  int64_t num_output_tokens = 0;
+};
+
+struct EngineStats {
+  int64_t num_steps = 0;
+  int64_t num_forward_tokens = 0;        // tokens run through the model
+  int64_t num_prompt_tokens_computed = 0;
+  int64_t num_generation_tokens = 0;
+  int64_t num_preemptions = 0;
+  int64_t prefix_cache_queries = 0;      // tokens looked up
+  int64_t prefix_cache_hits = 0;         // tokens found
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  double kv_cache_usage = 0.0;
+};
+
+class EngineCore {
+ public:
+  // Errors: a KV budget too small for one max_model_len sequence.
+  static StatusOr<std::unique_ptr<EngineCore>> create(const model::Model& model,
+                                                      const EngineConfig& config,
+                                                      ThreadPool& pool);
+
+  // Errors (nothing queued): empty or too long prompt, token ids outside the
+  // vocabulary, duplicate id.
+  Status add_request(EngineRequest request);
+  // Returns false for unknown or finished ids; the request's output is a
+  // final RequestOutput with finish_reason "abort" in the next step().
+  bool abort_request(const std::string& request_id);
+
+  std::vector<RequestOutput> step();
+  bool has_unfinished_requests() const { return scheduler_.has_unfinished_requests(); }
+  EngineStats stats() const;
+  int64_t num_kv_blocks() const { return kv_.pool().num_blocks(); }
+  const std::string& model_fingerprint() const { return extra_keys_.model_fingerprint; }
+  // Drops every cached prefix; false while requests hold blocks.
+  bool reset_prefix_cache() { return kv_.pool().reset_prefix_cache(); }
+
+ private:
+  EngineCore(const model::Model& model, const EngineConfig& config, int64_t num_blocks,
+             ThreadPool& pool);
+
+  const model::Model& model_;
+  EngineConfig config_;
+  kv::KvCacheManager kv_;
+  scheduler::Scheduler scheduler_;
+  runner::ModelRunner runner_;
+  kv::ExtraKeys extra_keys_;
+  kv::RequestKey next_key_ = 1;
+  std::vector<RequestOutput> aborted_;
+  int64_t num_steps_ = 0;
+};
+
+// A content fingerprint of the model (architecture, shapes, dtypes and a
+// sample of every tensor's bytes): equal for the same weights on any machine.
+std::string model_fingerprint(const model::Model& model);
+
+}  // namespace strata::engine

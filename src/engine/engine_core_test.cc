@@ -1,0 +1,216 @@
+// Engine invariants (issue: serving core): with greedy sampling, the tokens a
+// request gets must not depend on what else runs, on prefix caching, on
+// preemption, or on prefill chunking. Runs on a random-weight checkpoint made
+// by tools/reference/make_checkpoint.py (ctest fixture; its next-token
+// distributions are peaked so numerical noise cannot flip a greedy choice).
+#include "engine/engine_core.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <random>
+
+namespace strata::engine {
+namespace {
+
+std::string model_dir() {
+  const char* dir = std::getenv("STRATA_TEST_MODEL_DIR");
+  return dir == nullptr ? "" : dir;
+}
+
+class EngineInvariantTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (model_dir().empty()) return;
+    StatusOr<model::ModelFiles> files = model::open_model(model_dir());
+    ASSERT_TRUE(files.ok()) << files.status().to_string();
+    StatusOr<std::unique_ptr<model::Model>> m = model::Model::load(std::move(*files));
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    model_ = m->release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+  void SetUp() override {
+    if (model_ == nullptr) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+  }
+
+  static EngineConfig config(int64_t num_blocks, bool caching = true) {
+    EngineConfig c;
+    c.block_size = 4;
+    c.num_blocks = num_blocks;
+    c.enable_prefix_caching = caching;
+    c.scheduler.max_model_len = std::min<int64_t>(2048, num_blocks * c.block_size);
+    c.scheduler.max_num_batched_tokens = 256;
+    return c;
+  }
+
+  struct Run {
+    std::map<std::string, std::vector<int32_t>> outputs;
+    EngineStats stats;
+  };
+
+  // Adds all requests (in order), steps to completion, returns every output.
+  Run run(const EngineConfig& cfg, const std::vector<EngineRequest>& requests) {
+    ThreadPool pool(2);
+    auto core = EngineCore::create(*model_, cfg, pool);
+    EXPECT_TRUE(core.ok()) << core.status().to_string();
+    Run r;
+    for (const EngineRequest& req : requests) {
+      Status s = (*core)->add_request(req);
+      EXPECT_TRUE(s.ok()) << s.to_string();
+    }
+    for (int i = 0; i < 100000 && (*core)->has_unfinished_requests(); ++i) {
+      for (const RequestOutput& out : (*core)->step()) {
+        for (const auto& t : out.new_tokens) r.outputs[out.request_id].push_back(t.token_id);
+      }
+    }
+    EXPECT_FALSE((*core)->has_unfinished_requests());
+    r.stats = (*core)->stats();
+    return r;
+  }
+
+  static std::vector<int32_t> random_prompt(int n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(3, static_cast<int32_t>(model_->vocab_size() - 1));
+    std::vector<int32_t> p(n);
+    for (int32_t& t : p) t = pick(rng);
+    return p;
+  }
+
+  static EngineRequest greedy(const std::string& id, std::vector<int32_t> prompt, int max_tokens) {
+    EngineRequest r;
+    r.request_id = id;
+    r.prompt_token_ids = std::move(prompt);
+    r.sampling.temperature = 0.0;
+    r.stop.max_tokens = max_tokens;
+    return r;
+  }
+
+  // 16 requests of mixed lengths; some share a prefix.
+  static std::vector<EngineRequest> mixed_batch() {
+    std::vector<EngineRequest> reqs;
+    std::vector<int32_t> shared = random_prompt(21, 99);
+    for (int i = 0; i < 16; ++i) {
+      std::vector<int32_t> p = random_prompt(3 + 7 * i % 41, 1000 + i);
+      if (i % 3 == 0) p.insert(p.begin(), shared.begin(), shared.end());
+      reqs.push_back(greedy("r" + std::to_string(i), p, 6 + i % 9));
+    }
+    return reqs;
+  }
+
+  static model::Model* model_;
+};
+
+model::Model* EngineInvariantTest::model_ = nullptr;
+
+TEST_F(EngineInvariantTest, AloneEqualsInsideBatch) {
+  std::vector<EngineRequest> batch = mixed_batch();
+  Run together = run(config(512), batch);
+  for (const EngineRequest& req : batch) {
+    Run alone = run(config(512), {req});
+    EXPECT_EQ(alone.outputs[req.request_id], together.outputs[req.request_id]) << req.request_id;
+    EXPECT_EQ(static_cast<int64_t>(alone.outputs[req.request_id].size()), req.stop.max_tokens);
+  }
+}
+
+TEST_F(EngineInvariantTest, PrefixCachingOnEqualsOff) {
+  std::vector<EngineRequest> batch = mixed_batch();
+  Run on = run(config(512, true), batch);
+  Run off = run(config(512, false), batch);
+  EXPECT_EQ(on.outputs, off.outputs);
+  EXPECT_GT(on.stats.prefix_cache_hits, 0);
+  EXPECT_EQ(off.stats.prefix_cache_hits, 0);
+}
+
+TEST_F(EngineInvariantTest, PreemptionEqualsLargePool) {
+  std::vector<EngineRequest> batch = mixed_batch();
+  Run large = run(config(512), batch);
+  Run tight = run(config(40), batch);
+  EXPECT_GT(tight.stats.num_preemptions, 0);
+  EXPECT_EQ(large.outputs, tight.outputs);
+}
+
+TEST_F(EngineInvariantTest, SevenTokenChunksEqualUnchunked) {
+  std::vector<EngineRequest> batch = mixed_batch();
+  Run whole = run(config(512), batch);
+  EngineConfig chunked = config(512);
+  chunked.scheduler.long_prefill_token_threshold = 7;
+  Run pieces = run(chunked, batch);
+  EXPECT_EQ(whole.outputs, pieces.outputs);
+  EXPECT_GT(pieces.stats.num_steps, whole.stats.num_steps);
+}
+
+TEST_F(EngineInvariantTest, RepeatedLongPromptComputesOnlyUncachedTail) {
+  ThreadPool pool(2);
+  EngineConfig cfg = config(1024);
+  cfg.block_size = 16;
+  cfg.scheduler.max_num_batched_tokens = 2048;
+  auto core = EngineCore::create(*model_, cfg, pool);
+  ASSERT_TRUE(core.ok()) << core.status().to_string();
+  std::vector<int32_t> prompt = random_prompt(1000, 5);
+  std::map<std::string, std::vector<int32_t>> outputs;
+  auto finish = [&] {
+    while ((*core)->has_unfinished_requests()) {
+      for (const RequestOutput& out : (*core)->step()) {
+        for (const auto& t : out.new_tokens) outputs[out.request_id].push_back(t.token_id);
+        if (out.finished && out.request_id == "second") {
+          EXPECT_EQ(out.num_cached_tokens, 992);  // 62 full blocks of 16
+        }
+      }
+    }
+  };
+  ASSERT_TRUE((*core)->add_request(greedy("first", prompt, 4)).ok());
+  finish();
+  const int64_t computed_before = (*core)->stats().num_prompt_tokens_computed;
+  EXPECT_EQ(computed_before, 1000);
+  ASSERT_TRUE((*core)->add_request(greedy("second", prompt, 4)).ok());
+  finish();
+  EXPECT_EQ((*core)->stats().num_prompt_tokens_computed - computed_before, 8);
+  EXPECT_EQ(outputs["first"], outputs["second"]);
+}
+
+TEST_F(EngineInvariantTest, AbortFreesAndReportsAbort) {
+  ThreadPool pool(2);
+  auto core = EngineCore::create(*model_, config(256), pool);
+  ASSERT_TRUE(core.ok());
+  ASSERT_TRUE((*core)->add_request(greedy("a", random_prompt(30, 1), 100)).ok());
+  (*core)->step();
+  EXPECT_GT((*core)->stats().kv_cache_usage, 0.0);
+  EXPECT_TRUE((*core)->abort_request("a"));
+  EXPECT_EQ((*core)->stats().kv_cache_usage, 0.0);
+  std::vector<RequestOutput> outs = (*core)->step();
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0].finish_reason, "abort");
+  EXPECT_FALSE((*core)->has_unfinished_requests());
+}
+
+TEST_F(EngineInvariantTest, RejectsBadRequestsWithPreciseErrors) {
+  ThreadPool pool(1);
+  EngineConfig cfg = config(256);
+  cfg.scheduler.max_model_len = 64;
+  auto core = EngineCore::create(*model_, cfg, pool);
+  ASSERT_TRUE(core.ok());
+  Status too_long = (*core)->add_request(greedy("x", random_prompt(65, 1), 1));
+  EXPECT_EQ(too_long.message(), "prompt has 65 tokens; --max-model-len is 64");
+  Status bad_id = (*core)->add_request(greedy("y", {1, 2, 1 << 30}, 1));
+  EXPECT_NE(bad_id.message().find("prompt token 2 is 1073741824"), std::string::npos);
+  EXPECT_FALSE((*core)->has_unfinished_requests());
+}
+
+TEST_F(EngineInvariantTest, TooSmallKvBudgetIsAClearError) {
+  ThreadPool pool(1);
+  EngineConfig cfg = config(2);
+  cfg.scheduler.max_model_len = 100;
+  auto core = EngineCore::create(*model_, cfg, pool);
+  ASSERT_FALSE(core.ok());
+  EXPECT_NE(core.status().message().find("room for 8 tokens but --max-model-len is 100"),
+            std::string::npos)
+      << core.status().message();
+}
+
+}  // namespace
+}  // namespace strata::engine

@@ -1,0 +1,17 @@
+#!/usr/bin/python3
+"""Test double: `strata generate ...` answered by the reference (for run_golden --self-test).
+
+Accepts `generate` and the strata CLI flags, forwards to tools/reference/reference.py, with
+--inject-bug to produce deliberately wrong logits."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools", "reference"))
+import reference  # noqa: E402
+
+args = sys.argv[1:]
+if "generate" in args:
+    args.remove("generate")
+sys.argv = [reference.__file__] + args
+reference.main()

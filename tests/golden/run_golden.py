@@ -1,0 +1,370 @@
+#!/usr/bin/python3
+"""Golden test: Strata's forward pass vs the independent PyTorch reference.
+
+  run_golden.py --case NAME --strata BIN --work DIR      one case (what ctest runs)
+  run_golden.py --self-test --work DIR                   proves the check passes on the
+                                                         reference itself and FAILS on wrong
+                                                         logits (perturbed / injected bugs)
+  run_golden.py --survey --work DIR [--case NAME]        margins and emulated-rounding
+                                                         errors per case (for README.md)
+  run_golden.py --list
+
+Per case: build (or reuse) the checkpoint (cached under DIR keyed by a hash of the
+generator scripts and case), compute the reference greedy continuation (64-token prompt,
+32 tokens, float64, full recompute), run
+  strata generate --model M --prompt-ids ... --max-tokens 32 --temperature 0 --json
+                  --dump-logits F
+and check: (1) every logits row, rows predicting tokens 1..end of prompt+output, within
+max|strata - ref| <= tol * max|ref| (reference recomputed on Strata's own sequence);
+(2) Strata's 32 tokens equal the reference's (see README.md for the near-tie rule);
+(3) top_logprobs consistent with the logits.
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+REF_DIR = os.path.join(ROOT, "tools", "reference")
+LLAMACPP_DIR = os.path.join(ROOT, "tools", "llamacpp")
+sys.path.insert(0, REF_DIR)
+
+PROMPT_TOKENS = 64
+MAX_TOKENS = 32
+
+
+def load_cases():
+    with open(os.path.join(HERE, "cases.json")) as f:
+        spec = json.load(f)
+    cases = {}
+    for name, c in spec["cases"].items():
+        c = dict(c)
+        c.setdefault("shards", 1)
+        c.setdefault("gguf", None)
+        c["seed"] = spec["seeds"][c["arch"]]
+        c["tol"] = spec["tolerances"][c["gguf"] if c["gguf"] == "q8_0" else c["dtype"]]
+        # f32 GGUF is checked against the safetensors original; q8_0 against its own weights.
+        c["ref_source"] = "gguf" if c["gguf"] == "q8_0" else "hf"
+        cases[name] = c
+    return cases
+
+
+def file_hash(paths):
+    h = hashlib.sha256()
+    for p in paths:
+        if os.path.isdir(p):
+            for root, _, files in sorted(os.walk(p)):
+                for f in sorted(files):
+                    if f.endswith(".py"):
+                        h.update(open(os.path.join(root, f), "rb").read())
+        else:
+            h.update(open(p, "rb").read())
+    return h.hexdigest()
+
+
+def model_key(case):
+    files = [os.path.join(REF_DIR, "make_checkpoint.py"), os.path.join(REF_DIR, "st_io.py")]
+    if case["gguf"]:
+        files += [os.path.join(LLAMACPP_DIR, f) for f in
+                  ("convert_driver.py", "convert.sh", "env.sh", "package-lock.json", "shims")]
+    h = hashlib.sha256(file_hash(files).encode())
+    h.update(json.dumps({k: case[k] for k in ("arch", "dtype", "seed", "shards", "gguf")},
+                        sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def atomic_write(path, data):
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"command failed ({r.returncode}): {' '.join(cmd)}\n"
+                           f"stdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}")
+    return r.stdout
+
+
+def ensure_model(name, case, work):
+    """Returns (path given to strata, path the reference reads)."""
+    d = os.path.join(work, "models", f"{name}-{model_key(case)}")
+    if not os.path.exists(os.path.join(d, ".done")):
+        # Build in a private directory and rename, so concurrent ctest jobs never see a
+        # half-written checkpoint.
+        os.makedirs(os.path.join(work, "models"), exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=os.path.join(work, "models"), prefix=f".{name}-")
+        run([sys.executable, os.path.join(REF_DIR, "make_checkpoint.py"), "--arch", case["arch"],
+             "--dtype", case["dtype"], "--seed", str(case["seed"]), "--shards",
+             str(case["shards"]), "--out", os.path.join(tmp, "hf")])
+        if case["gguf"]:
+            run([os.path.join(LLAMACPP_DIR, "convert.sh"), os.path.join(tmp, "hf"),
+                 os.path.join(tmp, f"model-{case['gguf']}.gguf"), case["gguf"]],
+                env=dict(os.environ, STRATA_REF_PYTHON=sys.executable))
+        open(os.path.join(tmp, ".done"), "w").close()
+        try:
+            os.rename(tmp, d)
+        except OSError:  # another job finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+    hf = os.path.join(d, "hf")
+    gguf = os.path.join(d, f"model-{case['gguf']}.gguf")
+    target = gguf if case["gguf"] else hf
+    return target, (gguf if case["ref_source"] == "gguf" else hf)
+
+
+def prompt_for(case, vocab):
+    from make_checkpoint import NORMAL_HI_PAD, NORMAL_LO
+    rng = random.Random(case["seed"] * 31 + 5)
+    return [rng.randrange(NORMAL_LO, vocab - NORMAL_HI_PAD) for _ in range(PROMPT_TOKENS)]
+
+
+class Reference:
+    """The reference model of one case, with its greedy path cached on disk."""
+
+    def __init__(self, path, work, case):
+        import torch
+        import reference as R
+        torch.set_num_threads(1)
+        self.R, self.torch = R, torch
+        self.m = R.load_model(path).to(torch.float64)
+        self.prompt = prompt_for(case, self.m.vocab)
+        key = hashlib.sha256((file_hash([REF_DIR]) + path + json.dumps(self.prompt)).encode())
+        cache = os.path.join(os.path.dirname(os.path.normpath(path)), f"ref-{key.hexdigest()[:16]}")
+        os.makedirs(cache, exist_ok=True)
+        out_path = os.path.join(cache, "ref.json")
+        if os.path.exists(out_path):
+            with open(out_path) as f:
+                self.out = json.load(f)["output_ids"]
+        else:
+            self.out = R.greedy(self.m, self.prompt, MAX_TOKENS)
+            atomic_write(out_path, json.dumps({"prompt_ids": self.prompt,
+                                               "output_ids": self.out}).encode())
+        self.logits_cache = os.path.join(cache, "ref-logits.bin")
+
+    def logits(self, seq):
+        """float64 numpy logits for rows 0..len(seq)-2 (cached for the reference's own seq)."""
+        if seq == self.prompt + self.out and os.path.exists(self.logits_cache):
+            import numpy as np
+            return self.R.read_logits(self.logits_cache).astype(np.float64)
+        lg = self.R.forward(self.m, seq[:-1])
+        if seq == self.prompt + self.out:
+            tmp = f"{self.logits_cache}.{os.getpid()}"
+            self.R.write_logits(tmp, lg)
+            os.replace(tmp, self.logits_cache)
+            return self.R.read_logits(self.logits_cache).astype("float64")
+        return lg.numpy()
+
+    def margins(self):
+        """Relative top-1/top-2 margin at each greedy step, ((top1-top2)/max|logit|)."""
+        import numpy as np
+        lg = self.logits(self.prompt + self.out)[PROMPT_TOKENS - 1:]
+        srt = np.sort(lg, axis=1)
+        return (srt[:, -1] - srt[:, -2]) / np.abs(lg).max(1)
+
+
+def compare(name, case, ref, strata_json, strata_logits):
+    """Returns (ok, report lines)."""
+    import numpy as np
+    tol = case["tol"]
+    lines, ok = [], True
+    prompt = ref.prompt
+    s_out = list(strata_json.get("output_ids", []))
+    if list(strata_json.get("prompt_ids", [])) != prompt:
+        return False, ["prompt_ids in strata's JSON differ from the prompt given"]
+    if len(s_out) != MAX_TOKENS:
+        lines.append(f"FAIL strata produced {len(s_out)} tokens, expected {MAX_TOKENS}")
+        ok = False
+    seq = prompt + s_out
+    want_rows = len(seq) - 1
+    if strata_logits.shape != (want_rows, ref.m.vocab):
+        return False, lines + [f"FAIL logits file is {strata_logits.shape[0]}x"
+                               f"{strata_logits.shape[1]}, expected {want_rows}x{ref.m.vocab}"]
+    rl = ref.logits(seq)
+    sl = strata_logits.astype(np.float64)
+    if not np.isfinite(sl).all():
+        bad = np.argwhere(~np.isfinite(sl))[0]
+        return False, lines + [f"FAIL non-finite logit at row {bad[0]} token {bad[1]}"]
+    scale = np.abs(rl).max(1)
+    err = np.abs(sl - rl).max(1)
+    rel = err / scale
+    worst = int(rel.argmax())
+    n_bad = int((rel > tol).sum())
+    region = lambda r: "prompt" if r < PROMPT_TOKENS - 1 else "decode"  # noqa: E731
+    lines.append(f"logits: {want_rows} rows, worst row {worst} ({region(worst)}) "
+                 f"rel err {rel[worst]:.3e} (abs {err[worst]:.3e}, max|ref| {scale[worst]:.2f}),"
+                 f" tol {tol:.1e}; prompt rows max {rel[:PROMPT_TOKENS - 1].max():.3e}, "
+                 f"decode rows max {rel[PROMPT_TOKENS - 1:].max() if want_rows >= PROMPT_TOKENS else 0:.3e}")
+    if n_bad:
+        ok = False
+        bad_rows = np.nonzero(rel > tol)[0]
+        lines.append(f"FAIL {n_bad} rows exceed tol; first {bad_rows[:8].tolist()}")
+        for r in bad_rows[:3]:
+            t = int(np.abs(sl[r] - rl[r]).argmax())
+            lines.append(f"  row {r} ({region(r)}, predicts token {r + 1}): worst token {t}: "
+                         f"strata {sl[r, t]:.6f} ref {rl[r, t]:.6f}; argmax strata "
+                         f"{int(sl[r].argmax())} ref {int(rl[r].argmax())}")
+    # Greedy path.
+    margins = ref.margins()
+    diverge = next((i for i, (a, b) in enumerate(zip(s_out, ref.out)) if a != b), None)
+    lines.append(f"greedy: strata {s_out[:8]}... ref {ref.out[:8]}...; min ref margin "
+                 f"{margins.min():.3e} (2*tol = {2 * tol:.1e})")
+    if diverge is not None:
+        i = diverge
+        row = rl[PROMPT_TOKENS - 1 + i]
+        top = row.max()
+        near = (top - row[s_out[i]]) <= 2 * tol * np.abs(row).max()
+        msg = (f"step {i}: strata {s_out[i]} ref {ref.out[i]}, ref margin {margins[i]:.3e}, "
+               f"ref logit gap of strata's token {(top - row[s_out[i]]) / np.abs(row).max():.3e}")
+        if margins[i] >= 2 * tol or not near:
+            ok = False
+            lines.append("FAIL greedy output differs at " + msg)
+        else:
+            lines.append("NOTE near-tie divergence accepted at " + msg)
+    # top_logprobs.
+    tlp = strata_json.get("top_logprobs")
+    if not isinstance(tlp, list) or len(tlp) != len(s_out):
+        ok = False
+        lines.append(f"FAIL top_logprobs has {len(tlp) if isinstance(tlp, list) else tlp!r} "
+                     f"entries, expected {len(s_out)}")
+    else:
+        worst_lp = 0.0
+        for i, entry in enumerate(tlp):
+            row = rl[PROMPT_TOKENS - 1 + i]
+            lse = row.max() + np.log(np.exp(row - row.max()).sum())
+            if len(entry) != 5 or int(entry[0][0]) != s_out[i]:
+                ok = False
+                lines.append(f"FAIL top_logprobs[{i}] = {entry} (want 5 entries, first = "
+                             f"output token {s_out[i]})")
+                break
+            for tok, lp in entry:
+                worst_lp = max(worst_lp, abs(lp - (row[int(tok)] - lse)) / np.abs(row).max())
+        if worst_lp > 2 * tol + 1e-6:
+            ok = False
+            lines.append(f"FAIL top_logprobs deviate from the reference by {worst_lp:.3e} "
+                         f"(relative to max|logit|; bound 2*tol)")
+    return ok, lines
+
+
+def run_strata(strata_cmd, model, prompt, tmp):
+    logits_path = os.path.join(tmp, "strata-logits.bin")
+    cmd = shlex.split(strata_cmd) + [
+        "generate", "--model", model, "--prompt-ids", ",".join(map(str, prompt)),
+        "--max-tokens", str(MAX_TOKENS), "--temperature", "0", "--json",
+        "--dump-logits", logits_path]
+    out = run(cmd)
+    try:
+        js = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError) as e:
+        raise RuntimeError(f"strata did not print a JSON object on stdout: {out[-2000:]!r}") from e
+    import reference as R
+    return js, R.read_logits(logits_path)
+
+
+def run_case(name, case, strata_cmd, work, perturb=None, quiet=False):
+    model, ref_path = ensure_model(name, case, work)
+    ref = Reference(ref_path, work, case)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        js, lg = run_strata(strata_cmd, model, ref.prompt, tmp)
+    if perturb == "logit":  # self-test: one wrong logit
+        lg = lg.copy()
+        r = lg.shape[0] - 3
+        lg[r, 7] += 3 * case["tol"] * abs(lg[r]).max()
+    elif perturb == "token":  # self-test: one wrong greedy token, logits left as they were
+        js["output_ids"][5] = (js["output_ids"][5] + 1) % lg.shape[1]
+    ok, lines = compare(name, case, ref, js, lg)
+    if not quiet or not ok:
+        print(f"[{name}] {'PASS' if ok else 'FAIL'} ({case['arch']} {case['dtype']}"
+              f"{' gguf ' + case['gguf'] if case['gguf'] else ''}"
+              f"{' shards ' + str(case['shards']) if case['shards'] > 1 else ''}; model {model})")
+        for line in lines:
+            print("  " + line)
+    return ok
+
+
+def reference_as_strata(bug="none"):
+    return f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(HERE, 'ref_as_strata.py'))}" \
+        f" --inject-bug {bug}"
+
+
+def self_test(cases, work):
+    """The golden check must pass on exact logits and fail on wrong ones."""
+    checks = [
+        ("llama-f32", "none", None, True, "reference vs itself"),
+        ("qwen3-gguf-q8_0", "none", None, True, "reference vs itself (q8_0 GGUF)"),
+        ("llama-f32", "none", "logit", False, "one logit perturbed by 3*tol*max"),
+        ("qwen3-bf16", "none", "token", False, "greedy token 5 replaced"),
+        ("mistral-f32", "no-sliding-window", None, False, "sliding window ignored"),
+        ("qwen2-f32", "bf16-act", None, False, "bf16 activation rounding vs f32 tol"),
+        ("llama-bf16", "bf16-act", None, True, "bf16 activation rounding vs bf16 tol"),
+        ("qwen2-gguf-q8_0", "q8_0-act", None, True, "q8_0 activation quantization vs q8_0 tol"),
+    ]
+    all_ok = True
+    for name, bug, perturb, want, what in checks:
+        got = run_case(name, cases[name], reference_as_strata(bug), work, perturb, quiet=want)
+        status = "ok" if got == want else "UNEXPECTED"
+        print(f"self-test {name:18s} {what:45s} -> {'pass' if got else 'fail'} "
+              f"(expected {'pass' if want else 'fail'}) {status}")
+        all_ok &= got == want
+    return all_ok
+
+
+def survey(cases, names, work):
+    import numpy as np
+    for name in names:
+        case = cases[name]
+        _, ref_path = ensure_model(name, case, work)
+        ref = Reference(ref_path, work, case)
+        seq = ref.prompt + ref.out
+        rl = ref.logits(seq)
+        errs = {}
+        for emu in ("bf16-act", "q8_0-act"):
+            el = ref.R.forward(ref.m, seq[:-1], emu).numpy()
+            errs[emu] = float((np.abs(el - rl).max(1) / np.abs(rl).max(1)).max())
+        mg = ref.margins()
+        print(f"{name:18s} tol {case['tol']:.0e} min-margin {mg.min():.3f} "
+              f"(needs >= {2 * case['tol']:.0e}) bf16-act err {errs['bf16-act']:.2e} "
+              f"q8_0-act err {errs['q8_0-act']:.2e} unique-out {len(set(ref.out))}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--case", action="append")
+    ap.add_argument("--strata", help="strata binary (or command prefix)")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "strata-golden"))
+    ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--survey", action="store_true")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    cases = load_cases()
+    if a.list:
+        print("\n".join(cases))
+        return 0
+    os.makedirs(a.work, exist_ok=True)
+    names = a.case or list(cases)
+    for n in names:
+        if n not in cases:
+            ap.error(f"unknown case {n}; known: {', '.join(cases)}")
+    if a.self_test:
+        return 0 if self_test(cases, a.work) else 1
+    if a.survey:
+        survey(cases, names, a.work)
+        return 0
+    if not a.strata:
+        ap.error("--strata is required")
+    ok = True
+    for n in names:
+        ok &= run_case(n, cases[n], a.strata, a.work)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

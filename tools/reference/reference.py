@@ -1,0 +1,341 @@
+#!/usr/bin/python3
+"""Independent PyTorch reference forward pass for Llama / Qwen2 / Qwen3 / Mistral.
+
+Written from the published model definitions, not from Strata's code:
+  RMSNorm            w * x / sqrt(mean(x^2) + eps)
+  RoPE               rotate-half layout (dim i pairs with i + head_dim/2),
+                     inv_freq_i = theta^(-2i/head_dim), llama3 scaling as transformers
+                     computes it (or divided by GGUF rope_freqs factors, as llama.cpp does)
+  attention          GQA via repeat_interleave, scale 1/sqrt(head_dim), causal mask;
+                     Mistral: key j visible from query i iff j <= i and i - j < sliding_window
+  Qwen2              q/k/v biases;  Qwen3: per-head RMSNorm on q and k before RoPE
+  MLP                down(silu(gate(x)) * up(x))
+  tied embeddings    lm_head = embed_tokens when lm_head.weight is absent
+Everything is computed in float64 (or --compute f32) with no KV cache: every greedy
+step recomputes the whole sequence.
+
+Reads HF directories (config.json + safetensors, F32/F16/BF16, sharded or not) and GGUF
+files (F32/F16/BF16/Q8_0 dequantized exactly; llama's q/k rows are un-permuted).
+
+CLI (same contract as `strata generate`):
+  reference.py --model PATH --prompt-ids 1,2,3 --max-tokens N [--json] [--dump-logits F]
+  reference.py --model PATH --sequence-ids 1,2,3 --dump-logits F   (logits only)
+Logits file: int64 rows, int64 vocab, rows*vocab float32; row i predicts token i+1.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_io import read_gguf  # noqa: E402
+from st_io import read_model_dir  # noqa: E402
+
+ARCHS = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
+         "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
+
+
+class Model:
+    """Normalized hyper-parameters plus weights in Hugging Face names (float64)."""
+
+    def __init__(self, arch, hidden, layers, heads, kv_heads, head_dim, eps, inv_freq,
+                 sliding_window, weights):
+        self.arch, self.hidden, self.layers = arch, hidden, layers
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.eps, self.inv_freq, self.sliding_window = eps, inv_freq, sliding_window
+        self.w = weights
+        self.vocab = weights["model.embed_tokens.weight"].shape[0]
+
+    def lm_head(self):
+        return self.w.get("lm_head.weight", self.w["model.embed_tokens.weight"])
+
+    def to(self, dtype):
+        self.w = {k: v.to(dtype) for k, v in self.w.items()}
+        self.inv_freq = self.inv_freq.to(torch.float64)
+        return self
+
+
+# ------------------------------------------------------------------ rope frequencies
+
+def default_inv_freq(theta, dim):
+    i = torch.arange(0, dim, 2, dtype=torch.float64)
+    return 1.0 / (theta ** (i / dim))
+
+
+def llama3_inv_freq(theta, dim, scaling):
+    """transformers' _compute_llama3_parameters, in float64."""
+    inv_freq = default_inv_freq(theta, dim)
+    factor = scaling["factor"]
+    low_ff, high_ff = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_len = scaling["original_max_position_embeddings"]
+    low_freq_wavelen = old_len / low_ff
+    high_freq_wavelen = old_len / high_ff
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth = (old_len / wavelen - low_ff) / (high_ff - low_ff)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    is_medium = (wavelen >= high_freq_wavelen) & (wavelen <= low_freq_wavelen)
+    return torch.where(is_medium, smoothed, scaled)
+
+
+# ------------------------------------------------------------------ loading
+
+def load_hf_dir(path):
+    with open(os.path.join(path, "config.json")) as f:
+        c = json.load(f)
+    arch = ARCHS[c["architectures"][0]]
+    heads = c["num_attention_heads"]
+    head_dim = c.get("head_dim") or c["hidden_size"] // heads
+    theta = c.get("rope_theta", 10000.0)
+    scaling = c.get("rope_scaling")
+    rope_type = (scaling or {}).get("rope_type", (scaling or {}).get("type"))
+    if scaling is None or rope_type == "default":
+        inv_freq = default_inv_freq(theta, head_dim)
+    elif rope_type == "llama3":
+        inv_freq = llama3_inv_freq(theta, head_dim, scaling)
+    else:
+        raise ValueError(f"rope_scaling type {rope_type} not implemented in the reference")
+    window = None
+    if arch == "mistral":
+        window = c.get("sliding_window")
+    elif arch in ("qwen2", "qwen3") and c.get("use_sliding_window"):
+        raise ValueError("use_sliding_window=true (per-layer windows) not implemented")
+    weights = {k: v.to(torch.float64) for k, v in read_model_dir(path).items()}
+    if c.get("tie_word_embeddings", False):
+        assert "lm_head.weight" not in weights or arch == "qwen2", \
+            "tie_word_embeddings=true but lm_head.weight present"
+        weights.pop("lm_head.weight", None)
+    else:
+        assert "lm_head.weight" in weights, "untied model without lm_head.weight"
+    return Model(arch, c["hidden_size"], c["num_hidden_layers"], heads,
+                 c.get("num_key_value_heads", heads), head_dim, c["rms_norm_eps"],
+                 inv_freq, window, weights)
+
+
+GGUF_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+GGUF_LAYER_NAMES = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight", "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_v.weight": "self_attn.v_proj.weight", "attn_output.weight": "self_attn.o_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias", "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight", "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
+
+
+def unpermute_rows(w, n_head):
+    """Undo convert_hf_to_gguf's LlamaModel.permute (HF rotate-half -> adjacent pairs):
+    it reshapes rows to [n_head, 2, head_dim/2] and swaps the last two axes."""
+    rows = w.shape[0]
+    return (w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:])
+            .transpose(1, 2).reshape(w.shape))
+
+
+def load_gguf(path):
+    meta, tensors, _ = read_gguf(path)
+    arch = meta["general.architecture"]
+    if arch not in ("llama", "qwen2", "qwen3"):
+        raise ValueError(f"GGUF architecture {arch} not supported by the reference")
+    g = lambda k, d=None: meta.get(f"{arch}.{k}", d)  # noqa: E731
+    hidden = g("embedding_length")
+    heads = g("attention.head_count")
+    kv_heads = g("attention.head_count_kv", heads)
+    head_dim = g("attention.key_length", hidden // heads)
+    theta = g("rope.freq_base", 10000.0)
+    inv_freq = default_inv_freq(theta, head_dim)
+    if "rope_freqs.weight" in tensors:  # llama3 scaling: llama.cpp divides by these factors
+        inv_freq = inv_freq / tensors.pop("rope_freqs.weight").to(torch.float64)
+    weights = {}
+    for name, t in tensors.items():
+        if name in GGUF_NAMES:
+            hf = GGUF_NAMES[name]
+        else:
+            parts = name.split(".", 2)
+            assert parts[0] == "blk", name
+            hf = f"model.layers.{parts[1]}." + GGUF_LAYER_NAMES[parts[2]]
+        t = t.to(torch.float64)
+        if arch == "llama" and parts_is(name, "attn_q.weight"):
+            t = unpermute_rows(t, heads)
+        elif arch == "llama" and parts_is(name, "attn_k.weight"):
+            t = unpermute_rows(t, kv_heads)
+        weights[hf] = t
+    return Model(arch, hidden, g("block_count"), heads, kv_heads, head_dim,
+                 g("attention.layer_norm_rms_epsilon"), inv_freq, None, weights)
+
+
+def parts_is(name, suffix):
+    return name.startswith("blk.") and name.split(".", 2)[2] == suffix
+
+
+def load_model(path):
+    if path.endswith(".gguf"):
+        return load_gguf(path)
+    return load_hf_dir(path)
+
+
+# ------------------------------------------------------------------ forward
+
+def rms_norm(x, w, eps):
+    return w * (x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def round_bf16(x):
+    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
+
+
+def round_q8_0(x):
+    """Quantize the last axis in blocks of 32 as ggml's quantize_row_q8_0 does."""
+    shp = x.shape
+    b = x.reshape(*shp[:-1], shp[-1] // 32, 32)
+    d = b.abs().amax(-1, keepdim=True) / 127.0
+    inv = torch.where(d > 0, 1.0 / d, torch.zeros_like(d))
+    q = torch.sign(b * inv) * torch.floor((b * inv).abs() + 0.5)  # half away from zero
+    return (q * d.to(torch.float16).to(x.dtype)).reshape(shp)
+
+
+# Optional emulation of an engine's activation rounding before every matmul; used only to
+# size the golden-test tolerances (tests/golden/README.md), never for the reference itself.
+EMULATE = {"none": lambda x: x, "bf16-act": round_bf16, "q8_0-act": round_q8_0}
+
+
+def forward(m, ids, emulate="none"):
+    """Logits [len(ids), vocab] for every position, recomputed from scratch."""
+    rnd = EMULATE[emulate]
+    dt = m.w["model.embed_tokens.weight"].dtype
+    T = len(ids)
+    nq, nkv, D = m.heads, m.kv_heads, m.head_dim
+    pos = torch.arange(T, dtype=torch.float64)
+    ang = pos[:, None] * m.inv_freq[None, :]  # [T, D/2]
+    cos = torch.cat((ang.cos(), ang.cos()), -1).to(dt)[:, None, :]  # [T, 1, D]
+    sin = torch.cat((ang.sin(), ang.sin()), -1).to(dt)[:, None, :]
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    visible = j <= i
+    if m.sliding_window:
+        visible &= (i - j) < m.sliding_window
+    x = m.w["model.embed_tokens.weight"][torch.tensor(ids)]  # [T, H]
+    for layer in range(m.layers):
+        w = lambda n: m.w.get(f"model.layers.{layer}.{n}")  # noqa: E731
+        h = rms_norm(x, w("input_layernorm.weight"), m.eps)
+        h = rnd(h)
+        q, k, v = h @ w("self_attn.q_proj.weight").T, h @ w("self_attn.k_proj.weight").T, \
+            h @ w("self_attn.v_proj.weight").T
+        if w("self_attn.q_proj.bias") is not None:
+            q = q + w("self_attn.q_proj.bias")
+            k = k + w("self_attn.k_proj.bias")
+            v = v + w("self_attn.v_proj.bias")
+        q, k, v = q.view(T, nq, D), k.view(T, nkv, D), v.view(T, nkv, D)
+        if w("self_attn.q_norm.weight") is not None:
+            q = rms_norm(q, w("self_attn.q_norm.weight"), m.eps)
+            k = rms_norm(k, w("self_attn.k_norm.weight"), m.eps)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(nq // nkv, dim=1)  # query head h reads kv head h // group
+        v = v.repeat_interleave(nq // nkv, dim=1)
+        scores = torch.einsum("thd,shd->hts", q, k) / math.sqrt(D)
+        scores = scores.masked_fill(~visible[None], float("-inf"))
+        p = torch.softmax(scores, dim=-1)
+        o = torch.einsum("hts,shd->thd", p, v).reshape(T, nq * D)
+        x = x + rnd(o) @ w("self_attn.o_proj.weight").T
+        h = rnd(rms_norm(x, w("post_attention_layernorm.weight"), m.eps))
+        g = h @ w("mlp.gate_proj.weight").T
+        u = h @ w("mlp.up_proj.weight").T
+        x = x + rnd(torch.nn.functional.silu(g) * u) @ w("mlp.down_proj.weight").T
+    x = rnd(rms_norm(x, m.w["model.norm.weight"], m.eps))
+    return x @ m.lm_head().T
+
+
+def greedy(m, prompt, max_tokens, emulate="none"):
+    """Greedy decode by full recomputation. Returns the output ids."""
+    seq = list(prompt)
+    out = []
+    for _ in range(max_tokens):
+        logits = forward(m, seq, emulate)
+        nxt = int(torch.argmax(logits[-1]))
+        out.append(nxt)
+        seq.append(nxt)
+    return out
+
+
+def top_logprobs(logits, k=5):
+    lp = torch.log_softmax(logits.to(torch.float64), dim=-1)
+    vals, idx = torch.topk(lp, k, dim=-1)
+    return [[[int(a), float(b)] for a, b in zip(ri, rv)] for ri, rv in zip(idx, vals)]
+
+
+def write_logits(path, logits):
+    rows, vocab = logits.shape
+    with open(path, "wb") as f:
+        f.write(struct.pack("<qq", rows, vocab))
+        f.write(logits.to(torch.float32).numpy().astype("<f4").tobytes())
+
+
+def read_logits(path):
+    with open(path, "rb") as f:
+        rows, vocab = struct.unpack("<qq", f.read(16))
+        data = np.frombuffer(f.read(), dtype="<f4")
+    if data.size != rows * vocab:
+        raise ValueError(f"{path}: header says {rows}x{vocab} floats, file has {data.size}")
+    return data.reshape(rows, vocab)
+
+
+def parse_ids(s):
+    return [int(t) for t in s.split(",") if t.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Independent PyTorch reference forward pass")
+    ap.add_argument("--model", required=True, help="HF model directory or .gguf file")
+    ap.add_argument("--prompt-ids")
+    ap.add_argument("--sequence-ids", help="score this full sequence instead of generating")
+    ap.add_argument("--max-tokens", type=int, default=0)
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--dump-logits")
+    ap.add_argument("--compute", choices=["f64", "f32"], default="f64")
+    ap.add_argument("--inject-bug", choices=["none", "bf16-act", "q8_0-act", "no-sliding-window"],
+                    default="none", help="test-only: make the output deliberately inexact "
+                    "(used by run_golden.py --self-test to prove the golden test fails)")
+    a = ap.parse_args()
+    if a.temperature != 0:
+        ap.error("the reference only does greedy decoding (--temperature 0)")
+    torch.set_num_threads(1)
+    m = load_model(a.model).to(torch.float64 if a.compute == "f64" else torch.float32)
+    emulate = a.inject_bug if a.inject_bug.endswith("-act") else "none"
+    if a.inject_bug == "no-sliding-window":
+        m.sliding_window = None
+    if a.sequence_ids:
+        prompt, out = parse_ids(a.sequence_ids), []
+    else:
+        prompt = parse_ids(a.prompt_ids)
+        out = greedy(m, prompt, a.max_tokens, emulate)
+    seq = prompt + out
+    logits = forward(m, seq[:-1], emulate) if len(seq) > 1 else torch.zeros(0, m.vocab)
+    if a.dump_logits:
+        write_logits(a.dump_logits, logits)
+    if a.json:
+        gen_rows = logits[len(prompt) - 1:] if out else logits[:0]
+        print(json.dumps({"prompt_ids": prompt, "output_ids": out,
+                          "top_logprobs": top_logprobs(gen_rows)}))
+
+
+if __name__ == "__main__":
+    main()
