@@ -73,15 +73,31 @@ EngineCore::EngineCore(const model::Model& model, const EngineConfig& config, in
   extra_keys_.kv_dtype = "f32";
 }
 
-Status EngineCore::add_request(EngineRequest request) {
-  const int64_t vocab = model_.vocab_size();
-  for (size_t i = 0; i < request.prompt_token_ids.size(); ++i) {
+Status EngineCore::validate(const model::Model& model, const EngineConfig& config,
+                            const EngineRequest& request) {
+  const int64_t vocab = model.vocab_size();
+  const int64_t n = static_cast<int64_t>(request.prompt_token_ids.size());
+  if (n == 0) return invalid_argument("the prompt is empty");
+  if (n > config.scheduler.max_model_len) {
+    return invalid_argument("prompt has " + std::to_string(n) + " tokens; --max-model-len is " +
+                            std::to_string(config.scheduler.max_model_len));
+  }
+  for (int64_t i = 0; i < n; ++i) {
     const int32_t id = request.prompt_token_ids[i];
     if (id < 0 || id >= vocab) {
       return invalid_argument("prompt token " + std::to_string(i) + " is " + std::to_string(id) +
                               "; the vocabulary has " + std::to_string(vocab) + " tokens");
     }
   }
+  if (request.stop.max_tokens < 1) {
+    return invalid_argument("max_tokens must be at least 1, got " +
+                            std::to_string(request.stop.max_tokens));
+  }
+  return Status();
+}
+
+Status EngineCore::add_request(EngineRequest request) {
+  STRATA_RETURN_IF_ERROR(validate(model_, config_, request));
   kv::ExtraKeys keys = extra_keys_;
   keys.cache_salt = request.cache_salt;
   const kv::RequestKey key = next_key_++;
@@ -89,21 +105,22 @@ Status EngineCore::add_request(EngineRequest request) {
                                                 std::move(request.prompt_token_ids),
                                                 std::move(request.stop), kv::root_block_hash(keys),
                                                 config_.block_size);
+  r->skip_prefix_cache = request.num_prompt_logprobs >= 0;
   STRATA_RETURN_IF_ERROR(scheduler_.add_request(std::move(r)));
-  runner_.add_request(key, request.sampling, request.num_top_logprobs);
+  runner_.add_request(key, request.sampling, request.num_top_logprobs,
+                      request.num_prompt_logprobs);
   return Status();
 }
 
-bool EngineCore::abort_request(const std::string& request_id) {
+bool EngineCore::finish_request(const std::string& request_id, scheduler::RequestStatus status) {
   const scheduler::Request* r = scheduler_.find(request_id);
   if (r == nullptr) return false;
-  if (!scheduler_.finish_request(request_id, scheduler::RequestStatus::kFinishedAborted)) {
-    return false;
-  }
+  if (!scheduler_.finish_request(request_id, status)) return false;
+  pending_prompt_logprobs_.erase(request_id);
   RequestOutput out;
   out.request_id = request_id;
   out.finished = true;
-  out.finish_reason = "abort";
+  out.finish_reason = scheduler::finish_reason(status);
   out.num_prompt_tokens = r->num_prompt_tokens();
   out.num_cached_tokens = std::max<int64_t>(0, r->num_cached_tokens);
   out.num_output_tokens = r->num_output_tokens();
@@ -121,9 +138,17 @@ std::vector<RequestOutput> EngineCore::step() {
     return outputs;
   }
   ++num_steps_;
-  std::vector<runner::SampledToken> sampled = runner_.execute(plan, kv_);
+  runner::StepResult step = runner_.execute(plan, kv_);
+  std::vector<runner::SampledToken>& sampled = step.sampled;
   std::vector<int32_t> ids(sampled.size());
-  for (size_t i = 0; i < sampled.size(); ++i) ids[i] = sampled[i].token_id;
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    ids[i] = sampled[i].token_id;
+    auto& lps = step.prompt_logprobs[i];
+    if (lps.empty()) continue;
+    auto& pending = pending_prompt_logprobs_[plan.scheduled[i].request->request_id()];
+    pending.insert(pending.end(), std::make_move_iterator(lps.begin()),
+                   std::make_move_iterator(lps.end()));
+  }
   std::vector<scheduler::RequestUpdate> updates = scheduler_.update_from_output(plan, ids);
   size_t next = 0;
   for (const scheduler::RequestUpdate& u : updates) {
@@ -131,6 +156,11 @@ std::vector<RequestOutput> EngineCore::step() {
     RequestOutput out;
     out.request_id = u.request->request_id();
     out.new_tokens.push_back(std::move(sampled[next]));
+    if (auto p = pending_prompt_logprobs_.find(out.request_id);
+        p != pending_prompt_logprobs_.end()) {
+      out.prompt_logprobs = std::move(p->second);
+      pending_prompt_logprobs_.erase(p);
+    }
     out.finished = u.finished;
     out.finish_reason = scheduler::finish_reason(u.request->status);
     out.num_prompt_tokens = u.request->num_prompt_tokens();

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -42,6 +43,7 @@ struct EngineRequest {
   sampling::SamplingParams sampling;
   scheduler::StopConditions stop;
   int num_top_logprobs = 0;
+  int num_prompt_logprobs = -1;  // -1 off; k >= 0: each prompt token's logprob + top k
   std::string cache_salt;
 };
 
@@ -49,6 +51,9 @@ struct EngineRequest {
 struct RequestOutput {
   std::string request_id;
   std::vector<runner::SampledToken> new_tokens;
+  // Prompt tokens 1..n-1 (token 0 has no logprob), delivered with the first
+  // generated token when the request asked for prompt logprobs.
+  std::vector<runner::PromptLogprob> prompt_logprobs;
   bool finished = false;
   std::string finish_reason;  // "stop", "length", "abort" once finished
   int64_t num_prompt_tokens = 0;
@@ -81,7 +86,15 @@ class EngineCore {
   Status add_request(EngineRequest request);
   // Returns false for unknown or finished ids; the request's output is a
   // final RequestOutput with finish_reason "abort" in the next step().
-  bool abort_request(const std::string& request_id);
+  bool abort_request(const std::string& request_id) {
+    return finish_request(request_id, scheduler::RequestStatus::kFinishedAborted);
+  }
+  // Finishes a request with `status` (e.g. kFinishedStopped when the server
+  // matched a stop string) and frees its blocks; the next step() reports it.
+  bool finish_request(const std::string& request_id, scheduler::RequestStatus status);
+  // Static checks of a request against the model and limits (any thread).
+  static Status validate(const model::Model& model, const EngineConfig& config,
+                         const EngineRequest& request);
 
   std::vector<RequestOutput> step();
   bool has_unfinished_requests() const { return scheduler_.has_unfinished_requests(); }
@@ -103,6 +116,8 @@ class EngineCore {
   kv::ExtraKeys extra_keys_;
   kv::RequestKey next_key_ = 1;
   std::vector<RequestOutput> aborted_;
+  // Prompt logprobs gathered over prefill chunks, until the first token.
+  std::unordered_map<std::string, std::vector<runner::PromptLogprob>> pending_prompt_logprobs_;
   int64_t num_steps_ = 0;
 };
 

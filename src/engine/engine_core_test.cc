@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <set>
 
 namespace strata::engine {
 namespace {
@@ -142,6 +143,104 @@ TEST_F(EngineInvariantTest, SevenTokenChunksEqualUnchunked) {
   Run pieces = run(chunked, batch);
   EXPECT_EQ(whole.outputs, pieces.outputs);
   EXPECT_GT(pieces.stats.num_steps, whole.stats.num_steps);
+}
+
+TEST_F(EngineInvariantTest, SeededSamplesIndependentOfBatch) {
+  // Like n = 4: four samples of one prompt with seeds s..s+3 run together
+  // (sharing the prompt's blocks) equal the same four requests run alone.
+  std::vector<int32_t> prompt = random_prompt(37, 77);
+  std::vector<EngineRequest> children;
+  for (int i = 0; i < 4; ++i) {
+    EngineRequest r = greedy("sample-" + std::to_string(i), prompt, 12);
+    // The test model is very peaked; a high temperature makes sampling real.
+    r.sampling.temperature = 25.0;
+    r.sampling.top_p = 0.95;
+    r.sampling.seed = 1234 + i;
+    children.push_back(r);
+  }
+  Run together = run(config(512), children);
+  EXPECT_GE(together.stats.prefix_cache_hits, 3 * 36);  // children 2-4 reuse 9 blocks each
+  std::set<std::vector<int32_t>> distinct;
+  for (const EngineRequest& r : children) {
+    Run alone = run(config(512), {r});
+    EXPECT_EQ(alone.outputs[r.request_id], together.outputs[r.request_id]) << r.request_id;
+    distinct.insert(alone.outputs[r.request_id]);
+  }
+  EXPECT_GT(distinct.size(), 1u);  // the seeds really differ
+}
+
+TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
+  std::vector<int32_t> prompt = random_prompt(23, 8);
+  EngineRequest r = greedy("p", prompt, 2);
+  r.num_prompt_logprobs = 3;
+  auto collect = [&](const EngineConfig& cfg) {
+    ThreadPool pool(2);
+    auto core = EngineCore::create(*model_, cfg, pool);
+    EXPECT_TRUE(core.ok());
+    // A cached copy of the prompt must not hide positions from prompt logprobs.
+    EXPECT_TRUE((*core)->add_request(greedy("warm", prompt, 1)).ok());
+    while ((*core)->has_unfinished_requests()) (*core)->step();
+    EXPECT_TRUE((*core)->add_request(r).ok());
+    std::vector<runner::PromptLogprob> got;
+    while ((*core)->has_unfinished_requests()) {
+      for (RequestOutput& out : (*core)->step()) {
+        got.insert(got.end(), out.prompt_logprobs.begin(), out.prompt_logprobs.end());
+      }
+    }
+    return got;
+  };
+  std::vector<runner::PromptLogprob> whole = collect(config(512));
+  EngineConfig chunked = config(512);
+  chunked.scheduler.long_prefill_token_threshold = 5;
+  std::vector<runner::PromptLogprob> pieces = collect(chunked);
+  ASSERT_EQ(whole.size(), prompt.size() - 1);
+  ASSERT_EQ(pieces.size(), prompt.size() - 1);
+  // Reference: logits of every prompt position from one plain forward pass.
+  attention::KvArena kv = model_->make_kv_arena(1, 64);
+  const int64_t vocab = model_->vocab_size();
+  std::vector<float> logits(prompt.size() * vocab);
+  ThreadPool pool(1);
+  model_->forward(model::ForwardBatch::single_sequence(prompt.data(), prompt.size(), 0, true), kv,
+                  logits.data(), pool);
+  for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+    const float* row = logits.data() + i * vocab;
+    EXPECT_EQ(whole[i].token_id, prompt[i + 1]);
+    EXPECT_NEAR(whole[i].logprob, sampling::token_logprob(row, vocab, prompt[i + 1]), 1e-4);
+    EXPECT_NEAR(pieces[i].logprob, whole[i].logprob, 1e-4);
+    ASSERT_EQ(whole[i].top_logprobs.size(), 3u);
+    EXPECT_EQ(whole[i].top_logprobs[0].first, sampling::argmax(row, vocab));
+  }
+}
+
+TEST_F(EngineInvariantTest, LogitBiasAndPenaltiesReachTheSampler) {
+  std::vector<int32_t> prompt = random_prompt(12, 21);
+  const int32_t forced = 5;
+  // +1000 makes `forced` win; a presence penalty of 2000 bans it once generated.
+  EngineRequest presence = greedy("presence", prompt, 6);
+  presence.sampling.logit_bias = {{forced, 1000.0f}};
+  presence.sampling.presence_penalty = 2000.0;
+  // A frequency penalty of 400 lets it win while 1000 - 400 * count stays high.
+  EngineRequest frequency = greedy("frequency", prompt, 6);
+  frequency.sampling.logit_bias = {{forced, 1000.0f}};
+  frequency.sampling.frequency_penalty = 400.0;
+  // Repetition penalty on a prompt token: a huge positive bias divided by 1e6
+  // no longer wins.
+  EngineRequest repetition = greedy("repetition", prompt, 3);
+  repetition.sampling.logit_bias = {{prompt[0], 1000.0f}};
+  repetition.sampling.repetition_penalty = 1e6;
+  EngineRequest plain = greedy("plain", prompt, 3);
+  Run together = run(config(512), {presence, frequency, repetition, plain});
+  const auto& p = together.outputs["presence"];
+  ASSERT_EQ(p.size(), 6u);
+  EXPECT_EQ(p[0], forced);
+  for (size_t i = 1; i < p.size(); ++i) EXPECT_NE(p[i], forced) << i;
+  const auto& f = together.outputs["frequency"];
+  EXPECT_EQ(std::vector<int32_t>(f.begin(), f.begin() + 3),
+            std::vector<int32_t>(3, forced));
+  EXPECT_NE(f[3], forced);
+  EXPECT_EQ(together.outputs["repetition"], together.outputs["plain"]);
+  // And the same outputs when each runs alone.
+  EXPECT_EQ(run(config(512), {frequency}).outputs["frequency"], f);
 }
 
 TEST_F(EngineInvariantTest, RepeatedLongPromptComputesOnlyUncachedTail) {

@@ -11,14 +11,16 @@ ModelRunner::ModelRunner(const model::Model& model, int64_t num_blocks, int64_t 
     : model_(model), arena_(model.make_kv_arena(num_blocks, block_size)), pool_(pool) {}
 
 void ModelRunner::add_request(kv::RequestKey key, const sampling::SamplingParams& params,
-                              int num_top_logprobs) {
-  requests_.insert_or_assign(key, RequestState{sampling::Sampler(params), num_top_logprobs});
+                              int num_top_logprobs, int num_prompt_logprobs) {
+  requests_.insert_or_assign(
+      key, RequestState{sampling::Sampler(params), num_top_logprobs, num_prompt_logprobs});
 }
 
 void ModelRunner::remove_request(kv::RequestKey key) { requests_.erase(key); }
 
 model::ForwardBatch ModelRunner::build_batch(const scheduler::SchedulerOutput& output,
-                                             const kv::KvCacheManager& kv) const {
+                                             const kv::KvCacheManager& kv,
+                                             std::vector<LogitsRow>& rows) const {
   model::ForwardBatch batch;
   attention::AttentionMetadata& md = batch.attn;
   const int64_t block_size = arena_.block_size();
@@ -28,11 +30,20 @@ model::ForwardBatch ModelRunner::build_batch(const scheduler::SchedulerOutput& o
   }
   md.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
   md.query_start_loc.push_back(0);
-  for (const auto& s : output.scheduled) {
+  for (size_t entry = 0; entry < output.scheduled.size(); ++entry) {
+    const scheduler::ScheduledRequest& s = output.scheduled[entry];
     const std::vector<int32_t>& blocks = kv.block_ids(s.request->key());
     const std::vector<int32_t>& ids = s.request->all_token_ids();
+    auto state = requests_.find(s.request->key());
+    const bool wants_prompt_logprobs =
+        state != requests_.end() && state->second.num_prompt_logprobs >= 0;
     for (int64_t i = 0; i < s.num_new_tokens; ++i) {
       const int64_t pos = s.num_computed_tokens + i;
+      if (wants_prompt_logprobs && pos + 1 < s.request->num_prompt_tokens() &&
+          pos >= state->second.num_prompt_logprobs_done) {
+        batch.logits_indices.push_back(static_cast<int32_t>(batch.token_ids.size()));
+        rows.push_back({entry, pos, false});
+      }
       batch.token_ids.push_back(ids[pos]);
       batch.positions.push_back(static_cast<int32_t>(pos));
       md.slot_mapping.push_back(int64_t{blocks[pos / block_size]} * block_size + pos % block_size);
@@ -43,32 +54,65 @@ model::ForwardBatch ModelRunner::build_batch(const scheduler::SchedulerOutput& o
     std::vector<int32_t> row(blocks);
     row.resize(max_blocks, 0);
     md.block_tables.insert(md.block_tables.end(), row.begin(), row.end());
-    if (s.samples) batch.logits_indices.push_back(md.query_start_loc.back() - 1);
+    if (s.samples) {
+      batch.logits_indices.push_back(md.query_start_loc.back() - 1);
+      rows.push_back({entry, s.num_computed_tokens + s.num_new_tokens - 1, true});
+    }
   }
   return batch;
 }
 
-std::vector<SampledToken> ModelRunner::execute(const scheduler::SchedulerOutput& output,
-                                               const kv::KvCacheManager& kv) {
-  std::vector<SampledToken> result(output.scheduled.size());
+void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState& state,
+                             const float* logits, SampledToken& out) {
+  const int64_t vocab = model_.vocab_size();
+  const std::vector<int32_t>& ids = s.request->all_token_ids();
+  const int64_t num_prompt = s.request->num_prompt_tokens();
+  std::span<const int32_t> prompt(ids.data(), num_prompt);
+  std::span<const int32_t> generated(ids.data() + num_prompt, ids.size() - num_prompt);
+  out.token_id = state.sampler.sample(logits, vocab, prompt, generated);
+  out.logprob = sampling::token_logprob(logits, vocab, out.token_id);
+  if (state.num_top_logprobs > 0) {
+    out.top_logprobs = sampling::top_logprobs(logits, vocab, state.num_top_logprobs);
+  }
+}
+
+void ModelRunner::prompt_logprob_row(const scheduler::ScheduledRequest& s, RequestState& state,
+                                     int64_t position, const float* logits,
+                                     std::vector<PromptLogprob>& out) {
+  const int64_t vocab = model_.vocab_size();
+  PromptLogprob p;
+  p.token_id = s.request->all_token_ids()[position + 1];
+  p.logprob = sampling::token_logprob(logits, vocab, p.token_id);
+  if (state.num_prompt_logprobs > 0) {
+    p.top_logprobs = sampling::top_logprobs(logits, vocab, state.num_prompt_logprobs);
+  }
+  out.push_back(std::move(p));
+  state.num_prompt_logprobs_done = position + 1;
+}
+
+StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
+                                const kv::KvCacheManager& kv) {
+  StepResult result;
+  result.sampled.resize(output.scheduled.size());
+  result.prompt_logprobs.resize(output.scheduled.size());
   if (output.scheduled.empty()) return result;
-  model::ForwardBatch batch = build_batch(output, kv);
+  std::vector<LogitsRow> rows;
+  model::ForwardBatch batch = build_batch(output, kv, rows);
   const int64_t vocab = model_.vocab_size();
   std::vector<float> logits(batch.logits_indices.size() * vocab);
   model_.forward(batch, arena_, logits.data(), pool_);
   num_forward_tokens_ += static_cast<int64_t>(batch.token_ids.size());
 
-  size_t row = 0;
-  for (size_t i = 0; i < output.scheduled.size(); ++i) {
-    if (!output.scheduled[i].samples) continue;
-    const float* l = logits.data() + row++ * vocab;
-    auto it = requests_.find(output.scheduled[i].request->key());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const scheduler::ScheduledRequest& s = output.scheduled[rows[r].entry];
+    auto it = requests_.find(s.request->key());
     STRATA_CHECK(it != requests_.end()) << "request was never added to the runner";
-    SampledToken& out = result[i];
-    out.token_id = it->second.sampler.sample(l, vocab);
-    out.logprob = sampling::token_logprob(l, vocab, out.token_id);
-    if (it->second.num_top_logprobs > 0) {
-      out.top_logprobs = sampling::top_logprobs(l, vocab, it->second.num_top_logprobs);
+    const float* l = logits.data() + r * vocab;
+    if (rows[r].samples) {
+      sample_row(s, it->second, l, result.sampled[rows[r].entry]);
+    } else {
+      prompt_logprob_row(s, it->second, rows[r].position, l,
+                         result.prompt_logprobs[rows[r].entry]);
     }
   }
   return result;

@@ -29,19 +29,35 @@ struct SampledToken {
   std::vector<std::pair<int32_t, float>> top_logprobs;  // best first
 };
 
+// Logprob of prompt token i (i >= 1) given tokens before it, plus the top-k.
+struct PromptLogprob {
+  int32_t token_id = -1;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top_logprobs;
+};
+
+// What one step produced for scheduled entry i.
+struct StepResult {
+  std::vector<SampledToken> sampled;  // [num_scheduled]
+  // [num_scheduled]: prompt logprobs of the prompt positions computed this step.
+  std::vector<std::vector<PromptLogprob>> prompt_logprobs;
+};
+
 class ModelRunner {
  public:
   ModelRunner(const model::Model& model, int64_t num_blocks, int64_t block_size,
               ThreadPool& pool);
 
   // Registers a request's sampling settings before it is first scheduled.
+  // num_prompt_logprobs < 0 turns prompt logprobs off; k >= 0 reports each
+  // prompt token's logprob and the k most likely alternatives.
   void add_request(kv::RequestKey key, const sampling::SamplingParams& params,
-                   int num_top_logprobs);
+                   int num_top_logprobs, int num_prompt_logprobs = -1);
   void remove_request(kv::RequestKey key);
 
-  // One forward pass over `output`; result[i] belongs to output.scheduled[i].
-  std::vector<SampledToken> execute(const scheduler::SchedulerOutput& output,
-                                    const kv::KvCacheManager& kv);
+  // One forward pass over `output`; entries of the result belong to
+  // output.scheduled[i].
+  StepResult execute(const scheduler::SchedulerOutput& output, const kv::KvCacheManager& kv);
 
   int64_t num_forward_tokens() const { return num_forward_tokens_; }
 
@@ -49,9 +65,24 @@ class ModelRunner {
   struct RequestState {
     sampling::Sampler sampler;
     int num_top_logprobs;
+    int num_prompt_logprobs;
+    int64_t num_prompt_logprobs_done = 0;  // survives preemption: no duplicates
+  };
+  // A row of logits the step computes: for sampling, or a prompt logprob of
+  // the token after `position`.
+  struct LogitsRow {
+    size_t entry;
+    int64_t position;
+    bool samples;
   };
   model::ForwardBatch build_batch(const scheduler::SchedulerOutput& output,
-                                  const kv::KvCacheManager& kv) const;
+                                  const kv::KvCacheManager& kv,
+                                  std::vector<LogitsRow>& rows) const;
+  void sample_row(const scheduler::ScheduledRequest& s, RequestState& state, const float* logits,
+                  SampledToken& out);
+  void prompt_logprob_row(const scheduler::ScheduledRequest& s, RequestState& state,
+                          int64_t position, const float* logits,
+                          std::vector<PromptLogprob>& out);
 
   const model::Model& model_;
   attention::KvArena arena_;

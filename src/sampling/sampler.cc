@@ -50,7 +50,43 @@ std::vector<std::pair<int32_t, float>> top_logprobs(const float* logits, int64_t
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
-int32_t Sampler::sample(const float* logits, int64_t vocab) {
+const float* Sampler::process(const float* logits, int64_t vocab,
+                              std::span<const int32_t> prompt_ids,
+                              std::span<const int32_t> output_ids) {
+  if (params_.logit_bias.empty() && !params_.has_penalties()) return logits;
+  processed_.assign(logits, logits + vocab);
+  for (const auto& [token, bias] : params_.logit_bias) {
+    if (token >= 0 && token < vocab) processed_[token] += bias;
+  }
+  if (params_.repetition_penalty != 1.0) {
+    const float p = static_cast<float>(params_.repetition_penalty);
+    std::vector<bool> seen(vocab, false);
+    for (std::span<const int32_t> ids : {prompt_ids, output_ids}) {
+      for (int32_t t : ids) {
+        if (t < 0 || t >= vocab || seen[t]) continue;
+        seen[t] = true;
+        processed_[t] = processed_[t] > 0 ? processed_[t] / p : processed_[t] * p;
+      }
+    }
+  }
+  if (params_.frequency_penalty != 0.0 || params_.presence_penalty != 0.0) {
+    std::vector<int32_t> counts(vocab, 0);
+    for (int32_t t : output_ids) {
+      if (t >= 0 && t < vocab) ++counts[t];
+    }
+    for (int64_t t = 0; t < vocab; ++t) {
+      if (counts[t] == 0) continue;
+      processed_[t] -= static_cast<float>(params_.frequency_penalty * counts[t] +
+                                          params_.presence_penalty);
+    }
+  }
+  return processed_.data();
+}
+
+int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
+                        std::span<const int32_t> prompt_ids,
+                        std::span<const int32_t> output_ids) {
+  const float* logits = process(raw_logits, vocab, prompt_ids, output_ids);
   if (params_.temperature <= 0.0) return argmax(logits, vocab);
   candidates_.resize(vocab);
   for (int64_t i = 0; i < vocab; ++i) {
@@ -60,27 +96,28 @@ int32_t Sampler::sample(const float* logits, int64_t vocab) {
   int64_t keep = vocab;
   if (params_.top_k > 0 && params_.top_k < vocab) keep = params_.top_k;
   std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
-  // Probabilities of the kept candidates, renormalised.
+  // Unnormalised probabilities of the kept candidates, best first.
   const float max = candidates_[0].first;
   std::vector<double> probs(keep);
-  double sum = 0.0;
-  for (int64_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(candidates_[i].first - max);
+  for (int64_t i = 0; i < keep; ++i) probs[i] = std::exp(candidates_[i].first - max);
   int64_t cut = keep;
+  if (params_.min_p > 0.0) {
+    // probs[0] is the most likely token of the whole distribution.
+    int64_t i = 1;
+    while (i < cut && probs[i] >= params_.min_p * probs[0]) ++i;
+    cut = i;
+  }
   if (params_.top_p < 1.0) {
+    double total = 0.0;
+    for (int64_t i = 0; i < cut; ++i) total += probs[i];
     double cumulative = 0.0;
-    for (int64_t i = 0; i < keep; ++i) {
-      cumulative += probs[i] / sum;
+    for (int64_t i = 0; i < cut; ++i) {
+      cumulative += probs[i] / total;
       if (cumulative >= params_.top_p) {
         cut = i + 1;
         break;
       }
     }
-  }
-  if (params_.min_p > 0.0) {
-    const double threshold = params_.min_p * probs[0];
-    int64_t i = 1;
-    while (i < cut && probs[i] >= threshold) ++i;
-    cut = i;
   }
   double total = 0.0;
   for (int64_t i = 0; i < cut; ++i) total += probs[i];

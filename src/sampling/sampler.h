@@ -1,13 +1,18 @@
 // Turns one row of logits into the next token, with a per-request seeded RNG
-// so the same seed reproduces the same text. Temperature 0 is greedy (argmax,
-// lowest id on exact ties). Filtering order follows vLLM: temperature, then
-// top-k, top-p and min-p on the resulting distribution.
+// so the same seed reproduces the same text whatever the batch around it.
+//
+// Processing order follows vLLM: logit_bias, then penalties (repetition on
+// prompt + output tokens; frequency and presence on output tokens), then
+// temperature (0 = greedy: argmax, lowest id on exact ties), min-p (relative
+// to the most likely token), top-k, and top-p over what remains.
+// Logprobs reported to clients are computed from the raw model logits.
 //
 // Thread-safety: a Sampler belongs to one request; not shared.
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -19,18 +24,35 @@ struct SamplingParams {
   double top_p = 1.0;        // 1 = off
   double min_p = 0.0;        // 0 = off
   uint64_t seed = 0;
+  double presence_penalty = 0.0;    // subtracted once if the token was generated
+  double frequency_penalty = 0.0;   // subtracted per generated occurrence
+  double repetition_penalty = 1.0;  // HF style on prompt and generated tokens; 1 = off
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to the raw logits
+
+  bool has_penalties() const {
+    return presence_penalty != 0.0 || frequency_penalty != 0.0 || repetition_penalty != 1.0;
+  }
 };
 
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
 
-  // Picks the next token from logits [vocab]. Does not modify `logits`.
-  int32_t sample(const float* logits, int64_t vocab);
+  // Picks the next token from logits [vocab]. `prompt_ids` and `output_ids`
+  // (the request's tokens so far) feed the penalties. Does not modify logits.
+  int32_t sample(const float* logits, int64_t vocab, std::span<const int32_t> prompt_ids = {},
+                 std::span<const int32_t> output_ids = {});
+
+  const SamplingParams& params() const { return params_; }
 
  private:
+  // logits after logit_bias and penalties (into processed_).
+  const float* process(const float* logits, int64_t vocab, std::span<const int32_t> prompt_ids,
+                       std::span<const int32_t> output_ids);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
+  std::vector<float> processed_;                       // scratch [vocab]
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch
 };
 

@@ -60,3 +60,36 @@ TEST(SamplerTest, MinPDropsUnlikelyTokens) {
 
 }  // namespace
 }  // namespace strata::sampling
+
+namespace strata::sampling {
+namespace {
+
+TEST(SamplerPenaltyTest, LogitBiasCanForceAToken) {
+  std::vector<float> logits = {5.0f, 1.0f, 0.0f};
+  Sampler s({.temperature = 0.0, .logit_bias = {{2, 10.0f}}});
+  EXPECT_EQ(s.sample(logits.data(), 3), 2);
+}
+
+TEST(SamplerPenaltyTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
+  // Token 0 (logit 2) seen in the prompt: 2 / 4 = 0.5 < 1 (token 1) -> greedy picks 1.
+  std::vector<float> logits = {2.0f, 1.0f, -1.0f};
+  std::vector<int32_t> prompt = {0};
+  Sampler s({.temperature = 0.0, .repetition_penalty = 4.0});
+  EXPECT_EQ(s.sample(logits.data(), 3, prompt, {}), 1);
+  // Without the token in context, no change.
+  EXPECT_EQ(s.sample(logits.data(), 3, {}, {}), 0);
+}
+
+TEST(SamplerPenaltyTest, FrequencyAndPresenceUseOutputCountsOnly) {
+  std::vector<float> logits = {3.0f, 2.5f};
+  std::vector<int32_t> output = {0, 0};
+  Sampler freq({.temperature = 0.0, .frequency_penalty = 0.3});  // 3 - 0.6 = 2.4 < 2.5
+  EXPECT_EQ(freq.sample(logits.data(), 2, {}, output), 1);
+  Sampler presence({.temperature = 0.0, .presence_penalty = 0.3});  // 3 - 0.3 = 2.7 > 2.5
+  EXPECT_EQ(presence.sample(logits.data(), 2, {}, output), 0);
+  std::vector<int32_t> prompt = {0, 0, 0};
+  EXPECT_EQ(freq.sample(logits.data(), 2, prompt, {}), 0);  // prompt does not count
+}
+
+}  // namespace
+}  // namespace strata::sampling

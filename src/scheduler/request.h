@@ -64,6 +64,9 @@ class Request {
   int64_t num_cached_tokens = -1;
   int64_t num_preemptions = 0;
   RequestStatus status = RequestStatus::kWaiting;
+  // Prompt logprobs need every prompt position computed, so such requests
+  // never take blocks from the prefix cache (vLLM does the same).
+  bool skip_prefix_cache = false;
 
   // Appends a sampled token and extends the block hashes.
   void append_output_token(int32_t token);

@@ -81,7 +81,8 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
     Request* r = waiting_.front();
-    kv::ComputedBlocks hit = kv_.get_computed_blocks(r->block_hashes(), r->num_tokens());
+    kv::ComputedBlocks hit;
+    if (!r->skip_prefix_cache) hit = kv_.get_computed_blocks(r->block_hashes(), r->num_tokens());
     const int64_t num_computed = hit.num_computed_tokens;
     const int64_t remaining = r->num_tokens() - num_computed;
     if (!config_.enable_chunked_prefill && remaining > budget) break;

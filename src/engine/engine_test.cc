@@ -1,0 +1,148 @@
+// The threaded Engine front: requests from several threads, outputs through
+// callbacks, aborts from outside, and the same tokens as the core alone.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace strata::engine {
+namespace {
+
+class Collector {
+ public:
+  OutputCallback callback() {
+    return [this](const RequestOutput& out) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& t : out.new_tokens) tokens_[out.request_id].push_back(t.token_id);
+      if (out.finished) {
+        reasons_[out.request_id] = out.finish_reason;
+        cv_.notify_all();
+      }
+    };
+  }
+  bool wait_for(size_t n, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return reasons_.size() >= n; });
+  }
+  std::map<std::string, std::vector<int32_t>> tokens() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return tokens_;
+  }
+  std::map<std::string, std::string> reasons() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reasons_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::vector<int32_t>> tokens_;
+  std::map<std::string, std::string> reasons_;
+};
+
+std::unique_ptr<model::Model> load_model() {
+  const char* dir = std::getenv("STRATA_TEST_MODEL_DIR");
+  if (dir == nullptr) return nullptr;
+  auto files = model::open_model(dir);
+  if (!files.ok()) return nullptr;
+  auto m = model::Model::load(std::move(*files));
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+EngineRequest greedy(const std::string& id, int n, int max_tokens) {
+  EngineRequest r;
+  r.request_id = id;
+  for (int i = 0; i < n; ++i) r.prompt_token_ids.push_back(3 + (i * 37 + n) % 200);
+  r.sampling.temperature = 0.0;
+  r.stop.max_tokens = max_tokens;
+  return r;
+}
+
+EngineConfig small_config() {
+  EngineConfig c;
+  c.block_size = 4;
+  c.num_blocks = 256;
+  c.scheduler.max_model_len = 512;
+  return c;
+}
+
+TEST(EngineTest, ConcurrentClientsGetTheCoreTokens) {
+  auto model = load_model();
+  if (!model) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+  // Expected tokens: each request alone through the core.
+  std::map<std::string, std::vector<int32_t>> expected;
+  ThreadPool pool(1);
+  for (int i = 0; i < 8; ++i) {
+    auto core = EngineCore::create(*model, small_config(), pool);
+    ASSERT_TRUE(core.ok());
+    ASSERT_TRUE((*core)->add_request(greedy("r" + std::to_string(i), 5 + 3 * i, 10)).ok());
+    while ((*core)->has_unfinished_requests()) {
+      for (auto& out : (*core)->step()) {
+        for (auto& t : out.new_tokens) expected[out.request_id].push_back(t.token_id);
+      }
+    }
+  }
+  auto engine = Engine::create(*model, small_config(), 2);
+  ASSERT_TRUE(engine.ok());
+  Collector collector;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = c; i < 8; i += 4) {
+        Status s = (*engine)->add_request(greedy("r" + std::to_string(i), 5 + 3 * i, 10),
+                                          collector.callback());
+        EXPECT_TRUE(s.ok()) << s.to_string();
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  ASSERT_TRUE(collector.wait_for(8));
+  EXPECT_EQ(collector.tokens(), expected);
+  for (auto& [id, reason] : collector.reasons()) EXPECT_EQ(reason, "length") << id;
+  EXPECT_EQ((*engine)->stats().num_running, 0);
+}
+
+TEST(EngineTest, AbortAndStopEndStreamsAndFreeBlocks) {
+  auto model = load_model();
+  if (!model) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+  auto engine = Engine::create(*model, small_config(), 2);
+  ASSERT_TRUE(engine.ok());
+  Collector collector;
+  ASSERT_TRUE((*engine)->add_request(greedy("long", 20, 400), collector.callback()).ok());
+  ASSERT_TRUE((*engine)->add_request(greedy("stopped", 20, 400), collector.callback()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  (*engine)->abort("long");
+  (*engine)->finish_stopped("stopped");
+  (*engine)->abort("unknown-id");  // ignored
+  ASSERT_TRUE(collector.wait_for(2));
+  EXPECT_EQ(collector.reasons()["long"], "abort");
+  EXPECT_EQ(collector.reasons()["stopped"], "stop");
+  EXPECT_LT(collector.tokens()["long"].size(), 400u);
+  for (int i = 0; i < 100 && (*engine)->stats().kv_cache_usage > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ((*engine)->stats().kv_cache_usage, 0.0);
+  EXPECT_TRUE((*engine)->reset_prefix_cache());
+}
+
+TEST(EngineTest, InvalidRequestIsRejectedSynchronously) {
+  auto model = load_model();
+  if (!model) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+  auto engine = Engine::create(*model, small_config(), 1);
+  ASSERT_TRUE(engine.ok());
+  bool called = false;
+  Status s = (*engine)->add_request(greedy("big", 600, 4),
+                                    [&](const RequestOutput&) { called = true; });
+  EXPECT_EQ(s.message(), "prompt has 600 tokens; --max-model-len is 512");
+  EXPECT_FALSE(called);
+  EXPECT_TRUE((*engine)->is_healthy());
+}
+
+}  // namespace
+}  // namespace strata::engine
