@@ -43,8 +43,12 @@ struct ModelConfig {
   int64_t sliding_window = 0;   // 0 = none (Mistral sets it)
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;
+  // Per-frequency divisors from a GGUF rope_freqs.weight tensor (llama.cpp's way
+  // of storing llama3 scaling): inv_freq[i] /= rope_freq_factors[i]. Empty = none.
+  std::vector<float> rope_freq_factors;  // [head_dim / 2] or empty
 
-  // inv_freq[head_dim / 2] including llama3 scaling, as transformers computes it.
+  // inv_freq[head_dim / 2] including llama3 scaling (and rope_freq_factors), as
+  // transformers computes it: float32 throughout, pow within 1 ulp of torch.
   std::vector<float> rope_inv_freq() const;
 };
 
@@ -63,6 +67,11 @@ struct GenerationConfig {
 // name the field and what was expected; unknown architectures list the ones
 // Strata supports.
 StatusOr<ModelConfig> parse_hf_config(const std::string& json_text, const std::string& path);
+// Checks the shapes and numeric settings agree (heads divide, head_dim even,
+// positive sizes, valid rope scaling). Called by both parsers; `path` names
+// the source in the message.
+Status validate_model_config(const ModelConfig& config, const std::string& path);
+
 StatusOr<GenerationConfig> parse_generation_config(const std::string& json_text,
                                                    const std::string& path);
 

@@ -2,6 +2,7 @@
 // (safetensors shards or one GGUF file). Views point into the mappings, which
 // live as long as the WeightSource. Names are Hugging Face names
 // ("model.layers.0.self_attn.q_proj.weight"); GGUF names are mapped on load.
+// Threading: built once on one thread; afterwards const and safe to share.
 #pragma once
 
 #include <map>
@@ -38,8 +39,13 @@ class WeightSource {
   // Adds a mapped file (kept alive) and its tensors. Duplicate names are an error.
   Status add_file(std::shared_ptr<MappedFile> file, std::map<std::string, TensorEntry> tensors);
 
+  // The paths of the files added, comma-separated (for error messages).
+  std::string file_list() const;
+  size_t num_tensors() const { return tensors_.size(); }
+
  private:
   std::vector<std::shared_ptr<MappedFile>> files_;
+  std::vector<std::string> paths_;  // files added, in order (for messages)
   std::map<std::string, TensorEntry> tensors_;
 };
 

@@ -1,0 +1,190 @@
+#include "model/loader/gguf_mapping.h"
+
+#include <cctype>
+#include <utility>
+
+namespace strata::model {
+namespace {
+
+struct NamePair {
+  const char* gguf;
+  const char* hf;
+};
+
+constexpr NamePair kGlobalNames[] = {
+    {"token_embd", "model.embed_tokens"},
+    {"output_norm", "model.norm"},
+    {"output", "lm_head"},
+};
+
+constexpr NamePair kLayerNames[] = {
+    {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"}, {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+};
+
+struct ArchEntry {
+  const char* gguf_name;
+  Architecture arch;
+  ops::RopeStyle rope_style;
+};
+
+constexpr ArchEntry kArchs[] = {
+    {"llama", Architecture::kLlama, ops::RopeStyle::kInterleaved},
+    {"qwen2", Architecture::kQwen2, ops::RopeStyle::kNeox},
+    {"qwen3", Architecture::kQwen3, ops::RopeStyle::kNeox},
+};
+
+std::optional<std::string> map_base(const std::string& base, const NamePair* table, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (base == table[i].gguf) return std::string(table[i].hf);
+  }
+  return std::nullopt;
+}
+
+StatusOr<const ArchEntry*> find_arch(const GgufFile& file) {
+  STRATA_ASSIGN_OR_RETURN(std::string name, file.get_string("general.architecture"));
+  for (const ArchEntry& a : kArchs) {
+    if (name == a.gguf_name) return &a;
+  }
+  return unimplemented(file.path() + ": GGUF architecture '" + name +
+                       "' is not supported; supported: llama, qwen2, qwen3");
+}
+
+// Shapes and numerics from "<arch>.*" keys.
+Status read_shapes(const GgufFile& f, const std::string& arch, ModelConfig* c) {
+  auto key = [&](const char* k) { return arch + "." + k; };
+  STRATA_ASSIGN_OR_RETURN(c->max_position_embeddings, f.get_int(key("context_length")));
+  STRATA_ASSIGN_OR_RETURN(c->hidden_size, f.get_int(key("embedding_length")));
+  STRATA_ASSIGN_OR_RETURN(c->num_hidden_layers, f.get_int(key("block_count")));
+  STRATA_ASSIGN_OR_RETURN(c->intermediate_size, f.get_int(key("feed_forward_length")));
+  STRATA_ASSIGN_OR_RETURN(c->num_attention_heads, f.get_int(key("attention.head_count")));
+  STRATA_ASSIGN_OR_RETURN(c->num_key_value_heads,
+                          f.get_int_or(key("attention.head_count_kv"), c->num_attention_heads));
+  STRATA_ASSIGN_OR_RETURN(c->rms_norm_eps, f.get_float(key("attention.layer_norm_rms_epsilon")));
+  STRATA_ASSIGN_OR_RETURN(c->rope_theta, f.get_float_or(key("rope.freq_base"), 10000.0));
+  const int64_t derived = c->num_attention_heads > 0 ? c->hidden_size / c->num_attention_heads : 0;
+  STRATA_ASSIGN_OR_RETURN(c->head_dim, f.get_int_or(key("attention.key_length"), derived));
+  STRATA_ASSIGN_OR_RETURN(int64_t value_dim,
+                          f.get_int_or(key("attention.value_length"), c->head_dim));
+  STRATA_ASSIGN_OR_RETURN(int64_t rope_dim, f.get_int_or(key("rope.dimension_count"), c->head_dim));
+  if (value_dim != c->head_dim || rope_dim != c->head_dim) {
+    return unimplemented(f.path() + ": " + key("attention.value_length") + " " +
+                         std::to_string(value_dim) + " / " + key("rope.dimension_count") + " " +
+                         std::to_string(rope_dim) + " differ from head_dim " +
+                         std::to_string(c->head_dim) + "; not supported");
+  }
+  return Status();
+}
+
+// rope.scaling.* keys (only "none" is plain rope) and the rope_freqs tensor.
+Status read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig* c) {
+  const std::string type_key = arch + ".rope.scaling.type";
+  if (f.has(type_key)) {
+    STRATA_ASSIGN_OR_RETURN(std::string type, f.get_string(type_key));
+    if (type != "none") {
+      return unimplemented(f.path() + ": " + type_key + " '" + type +
+                           "' is not supported; supported: none (llama3 via rope_freqs)");
+    }
+  }
+  const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight");
+  if (freqs == nullptr) return Status();
+  // A bad head_dim (<= 0) cannot match a real shape; validate_model_config names it.
+  if (freqs->view.shape != std::vector<int64_t>{c->head_dim / 2}) {
+    return invalid_argument(f.path() + ": tensor 'rope_freqs.weight' has shape " +
+                            freqs->view.shape_string() + "; expected [" +
+                            std::to_string(c->head_dim / 2) + "] (head_dim / 2)");
+  }
+  c->rope_freq_factors.resize(c->head_dim / 2);
+  tensor::convert_to_f32(freqs->view.data, freqs->view.dtype, c->head_dim / 2,
+                         c->rope_freq_factors.data());
+  return Status();
+}
+
+Status read_vocab(const GgufFile& f, const std::string& arch, ModelConfig* c) {
+  if (const GgufTensorInfo* embed = f.find_tensor("token_embd.weight")) {
+    c->vocab_size = embed->view.shape[0];
+  } else if (f.has("tokenizer.ggml.tokens")) {
+    STRATA_ASSIGN_OR_RETURN(uint64_t n, f.get_array_length("tokenizer.ggml.tokens"));
+    c->vocab_size = static_cast<int64_t>(n);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(c->vocab_size, f.get_int_or(arch + ".vocab_size", 0));
+  }
+  STRATA_ASSIGN_OR_RETURN(c->bos_token_id, f.get_int_or("tokenizer.ggml.bos_token_id", -1));
+  // eot/eom end a turn in chat models; stopping on them matches llama.cpp.
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    STRATA_ASSIGN_OR_RETURN(int64_t id, f.get_int_or(key, -1));
+    bool seen = false;
+    for (int64_t e : c->eos_token_ids) seen = seen || e == id;
+    if (id >= 0 && !seen) c->eos_token_ids.push_back(id);
+  }
+  return Status();
+}
+
+Status read_features(const GgufFile& f, ModelConfig* c) {
+  c->tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+  c->attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c->qk_norm = c->arch == Architecture::kQwen3;
+  if (f.find_tensor("blk.0.attn_output.bias") != nullptr ||
+      f.find_tensor("blk.0.ffn_down.bias") != nullptr) {
+    return unimplemented(f.path() + ": biases on attn_output or ffn tensors are not supported");
+  }
+  if (c->arch == Architecture::kQwen2 && !c->attention_bias) {
+    return not_found(f.path() + ": qwen2 needs tensor 'blk.0.attn_q.bias', which is missing");
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name) {
+  const size_t dot = gguf_name.rfind('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string suffix = gguf_name.substr(dot);  // ".weight" or ".bias"
+  if (suffix != ".weight" && suffix != ".bias") return std::nullopt;
+  const std::string stem = gguf_name.substr(0, dot);
+  if (auto hf = map_base(stem, kGlobalNames, std::size(kGlobalNames))) return *hf + suffix;
+  if (stem.rfind("blk.", 0) != 0) return std::nullopt;
+  const size_t layer_end = stem.find('.', 4);
+  if (layer_end == std::string::npos || layer_end == 4) return std::nullopt;
+  const std::string layer = stem.substr(4, layer_end - 4);
+  for (char ch : layer) {
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+  }
+  auto hf = map_base(stem.substr(layer_end + 1), kLayerNames, std::size(kLayerNames));
+  if (!hf) return std::nullopt;
+  return "model.layers." + layer + "." + *hf + suffix;
+}
+
+StatusOr<ModelConfig> gguf_model_config(const GgufFile& file) {
+  STRATA_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(file));
+  ModelConfig c;
+  c.arch = arch->arch;
+  c.rope_style = arch->rope_style;
+  STRATA_RETURN_IF_ERROR(read_shapes(file, arch->gguf_name, &c));
+  STRATA_RETURN_IF_ERROR(read_rope_scaling(file, arch->gguf_name, &c));
+  STRATA_RETURN_IF_ERROR(read_vocab(file, arch->gguf_name, &c));
+  STRATA_RETURN_IF_ERROR(read_features(file, &c));
+  STRATA_RETURN_IF_ERROR(validate_model_config(c, file.path()));
+  return c;
+}
+
+StatusOr<WeightSource> gguf_weight_source(const GgufFile& file) {
+  std::map<std::string, TensorEntry> entries;
+  for (const GgufTensorInfo& info : file.tensors()) {
+    const std::string name = gguf_to_hf_name(info.name).value_or(info.name);
+    if (!entries.emplace(name, TensorEntry{info.view, file.path()}).second) {
+      return invalid_argument(file.path() + ": tensor '" + info.name + "' maps to '" + name +
+                              "', which another tensor already uses");
+    }
+  }
+  WeightSource weights;
+  STRATA_RETURN_IF_ERROR(weights.add_file(file.mapping(), std::move(entries)));
+  return weights;
+}
+
+}  // namespace strata::model
