@@ -39,10 +39,14 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# npm packages used only by test and benchmark tooling (oracles, converters),
-# pinned by each folder's package-lock.json. Re-installed when the lock changes.
+# npm packages used only by test and benchmark tooling (oracles, converters,
+# the OpenAI client), pinned by each folder's package-lock.json and
+# re-installed when the lock changes. (tools/train is for the hand-run
+# training pipeline and is not installed here.)
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-for lock in "$root"/tools/*/package-lock.json; do
+NPM_DIRS=(tools/tokenizer-oracle tools/chat-template-oracle tools/llamacpp tools/openai-e2e)
+for rel in "${NPM_DIRS[@]}"; do
+  lock="$root/$rel/package-lock.json"
   [ -e "$lock" ] || continue
   dir="$(dirname "$lock")"
   stamp="$dir/node_modules/.strata-lock.sha256"
