@@ -1,0 +1,58 @@
+// Small helpers for reading tokenizer.json objects with nlohmann::json
+// without letting exceptions escape (internal to the tokenizer module).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/status.h"
+#include "tokenizer/regex.h"
+
+namespace strata::tokenizer {
+
+// The value of `key` when present and of the requested type, else `fallback`.
+inline bool json_bool(const nlohmann::json& j, const char* key, bool fallback) {
+  auto it = j.find(key);
+  return (it != j.end() && it->is_boolean()) ? it->get<bool>() : fallback;
+}
+inline std::string json_string(const nlohmann::json& j, const char* key,
+                               const std::string& fallback) {
+  auto it = j.find(key);
+  return (it != j.end() && it->is_string()) ? it->get<std::string>() : fallback;
+}
+inline std::string json_type(const nlohmann::json& j) { return json_string(j, "type", ""); }
+
+// HF patterns are {"String": "literal"} or {"Regex": "pattern"}.
+inline StatusOr<Regex> json_pattern(const nlohmann::json& j, const std::string& component) {
+  auto it = j.find("pattern");
+  if (it == j.end() || !it->is_object()) {
+    return invalid_argument(component + ": missing 'pattern' object");
+  }
+  if (it->contains("String") && (*it)["String"].is_string()) {
+    return Regex::compile((*it)["String"].get<std::string>(), /*is_literal=*/true);
+  }
+  if (it->contains("Regex") && (*it)["Regex"].is_string()) {
+    return Regex::compile((*it)["Regex"].get<std::string>(), /*is_literal=*/false);
+  }
+  return invalid_argument(component + ": 'pattern' must hold 'String' or 'Regex'");
+}
+
+// Replaces every match of `pattern` in `text` with `content`.
+inline std::string regex_replace_all(const Regex& pattern, const std::string& text,
+                                     const std::string& content) {
+  thread_local std::vector<ByteRange> matches;
+  pattern.find_all(text, &matches);
+  if (matches.empty()) return text;
+  std::string out;
+  out.reserve(text.size());
+  size_t prev = 0;
+  for (const ByteRange& m : matches) {
+    out.append(text, prev, m.begin - prev);
+    out += content;
+    prev = m.end;
+  }
+  out.append(text, prev, std::string::npos);
+  return out;
+}
+
+}  // namespace strata::tokenizer
