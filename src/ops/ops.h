@@ -51,7 +51,18 @@ class MatmulWeight {
 };
 
 // y[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n] when bias != nullptr).
-// x: [m, k] f32, y: [m, n] f32 (must not alias x).
+// x: [m, k] f32, y: [m, n] f32 (must not alias x). Splits n across `pool`.
+//
+// Numerics (sums are always f32; bounds measured in ops_test, see BENCHMARKS.md):
+//   F32, F16: weights widened exactly; matches f64 math to ~1e-6 of Σ|x·w|.
+//   BF16:     x rounded to bf16 (RNE) first, as llama.cpp does; error vs exact
+//             f32 math <= 2^-8 of Σ|x·w| in theory; measured worst 2.5e-4
+//             (uniform random x, w; k = 896).
+//   Q8_0:     m <= 16 (decode): weights q*d widened exactly, x stays f32.
+//             m > 16 (prefill): x and q*d rounded to bf16 (<= 2^-7 in theory;
+//             measured worst 3.3e-4).
+// So Q8_0 (and, through the prefill GEMM's summation order, BF16/F32) rows can
+// differ in the last bits between a decode step and a prefill of the same token.
 void matmul(const float* x, int64_t m, const MatmulWeight& w, const float* bias, float* y,
             ThreadPool& pool);
 
@@ -99,7 +110,9 @@ struct AttentionShape {
 void attention(const float* q, const float* k, const float* v, const AttentionShape& shape,
                float* out, ThreadPool& pool);
 
-// Name of the implementation the dispatcher chose, e.g. "avx512_bf16" or "generic".
+// Name of the implementation the dispatcher chose: "avx512_bf16+onednn",
+// "avx512_bf16" (built without oneDNN) or "generic" (no AVX-512 BF16, or
+// STRATA_CPU=generic). STRATA_NO_ONEDNN=1 keeps prefill on our own kernels.
 const char* cpu_backend_name();
 
 }  // namespace strata::ops

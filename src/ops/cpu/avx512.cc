@@ -1,0 +1,582 @@
+// AVX-512 kernels (F/BW/VL + FMA + F16C + AVX512-BF16). This file alone is
+// compiled with those ISA flags (see ops/CMakeLists.txt); nothing here may
+// run unless avx512_supported() said yes. To keep AVX-512 instructions out of
+// code shared with portable translation units, this file includes no library
+// templates (no <algorithm>, <vector>, std::function): only intrinsics, our
+// POD argument structs and local helpers in an anonymous namespace.
+//
+// matmul, kF32 mode: inner products of MR(<=4) x rows with NR(4) weight rows,
+//   weights widened to f32 in registers 16 values at a time, 16 accumulators.
+// matmul, kBF16 mode: the same tile shape on bf16 pairs with vdpbf16ps, cache
+//   blocked as [64 weight rows] x [1024 k]; Q8_0 tiles are first dequantized
+//   to bf16 (q*d rounded to bf16) into per-thread scratch.
+// Every output element is reduced in the same order whatever its tile, so the
+// results do not depend on m or on how n is split across threads.
+#include <immintrin.h>
+
+// GCC 12's _mm512_cast*512_*256 expand to an extract from _mm256_undefined_*,
+// which -W(maybe-)uninitialized misreports.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <cstdint>
+
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/onednn_gemm.h"
+
+namespace strata::ops::cpu {
+namespace {
+
+using tensor::BlockQ8_0;
+using tensor::DType;
+
+#define STRATA_INLINE inline __attribute__((always_inline))
+
+STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+STRATA_INLINE __mmask16 tail_mask16(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+}
+STRATA_INLINE __mmask32 tail_mask32(int64_t left) {
+  return left >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << left) - 1);
+}
+
+// {Σa, Σb, Σc, Σd}; every lane is reduced in the same fixed order.
+STRATA_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
+  __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));
+  __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s),
+                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+}
+
+STRATA_INLINE float reduce1(__m512 a) { return _mm_cvtss_f32(reduce4(a, a, a, a)); }
+
+// Stores the NR (1 or 4) reduced sums of one x row: y[0..NR) (= or +=)
+// sums (+ bias). Takes the accumulators by value: passing their address would
+// make GCC keep the whole accumulator array in memory inside the k loop.
+STRATA_INLINE void store_sums4(__m512 a, __m512 b, __m512 c, __m512 d, float* y, const float* bias,
+                               bool accumulate) {
+  __m128 s = reduce4(a, b, c, d);
+  if (accumulate) s = _mm_add_ps(s, _mm_loadu_ps(y));
+  if (bias != nullptr) s = _mm_add_ps(s, _mm_loadu_ps(bias));
+  _mm_storeu_ps(y, s);
+}
+
+STRATA_INLINE void store_sums2(__m512 a, __m512 b, float* y, const float* bias, bool accumulate) {
+  __m128 s = reduce4(a, b, a, b);
+  for (int r = 0; r < 2; ++r) {
+    float v = s[r];
+    if (accumulate) v += y[r];
+    if (bias != nullptr) v += bias[r];
+    y[r] = v;
+  }
+}
+
+STRATA_INLINE void store_sums1(__m512 a, float* y, const float* bias, bool accumulate) {
+  float s = reduce1(a);
+  if (accumulate) s += *y;
+  if (bias != nullptr) s += *bias;
+  *y = s;
+}
+
+template <int MR, int NR>
+STRATA_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t y_stride,
+                              const float* bias, bool accumulate) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if constexpr (NR == 4) {
+      store_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], y + i * y_stride, bias, accumulate);
+    } else if constexpr (NR == 2) {
+      store_sums2(acc[i][0], acc[i][1], y + i * y_stride, bias, accumulate);
+    } else {
+      store_sums1(acc[i][0], y + i * y_stride, bias, accumulate);
+    }
+  }
+}
+
+// ---- kF32 mode: weight loaders ----
+// Each loader widens kStep values at k offset kk (kk % kStep == 0) of one row
+// to kStep / 16 f32 vectors; byte_offset(kk) locates them (for prefetching).
+
+struct LoadF32 {
+  static constexpr int kStep = 16, kMr = 4, kNr = 4;
+  static STRATA_INLINE int64_t byte_offset(int64_t kk) { return kk * 4; }
+  static STRATA_INLINE void load(const char* row, int64_t kk, __mmask16 m, __m512* out) {
+    out[0] = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + kk);
+  }
+};
+struct LoadF16 {
+  static constexpr int kStep = 16, kMr = 4, kNr = 4;
+  static STRATA_INLINE int64_t byte_offset(int64_t kk) { return kk * 2; }
+  static STRATA_INLINE void load(const char* row, int64_t kk, __mmask16 m, __m512* out) {
+    out[0] =
+        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + kk));
+  }
+};
+struct LoadBF16 {
+  static constexpr int kStep = 16, kMr = 4, kNr = 4;
+  static STRATA_INLINE int64_t byte_offset(int64_t kk) { return kk * 2; }
+  static STRATA_INLINE void load(const char* row, int64_t kk, __mmask16 m, __m512* out) {
+    __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + kk);
+    out[0] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+};
+// One 34-byte block (k % 32 == 0, so no tail mask). (8 x 2 tiles, sharing the
+// widening over more x rows, measured no faster at m = 16 and slower at m = 1.)
+struct LoadQ8 {
+  static constexpr int kStep = 32, kMr = 4, kNr = 4;
+  static STRATA_INLINE int64_t byte_offset(int64_t kk) { return kk / 32 * 34; }
+  static STRATA_INLINE void load(const char* row, int64_t kk, __mmask16, __m512* out) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + kk / 32;
+    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->values));
+    __m512 d = _mm512_set1_ps(_cvtsh_ss(b->scale_f16));
+    __m512i lo = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(q));
+    __m512i hi = _mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1));
+    out[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d);
+    out[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d);
+  }
+};
+
+// Decode streams each weight row once: short per-row streams that the
+// hardware prefetcher does not pick up in time, so while a tile is computed
+// we prefetch the same offsets of the next NR rows (the next tile).
+template <class L, int MR, int NR>
+void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
+  constexpr int kSub = L::kStep / 16;
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
+  const float* x0 = a.x + i0 * a.k;
+  for (int64_t kk = 0; kk < a.k; kk += L::kStep) {
+    __mmask16 m = tail_mask16(a.k - kk);  // Q8_0: k % 32 == 0, always full
+    __m512 wv[NR][kSub];
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) {
+      _mm_prefetch(w0 + (NR + r) * row_bytes + L::byte_offset(kk), _MM_HINT_T0);
+      L::load(w0 + r * row_bytes, kk, m, wv[r]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 16
+      for (int sub = 0; sub < kSub; ++sub) {
+        __m512 xv = _mm512_maskz_loadu_ps(m, x0 + i * a.k + kk + 16 * sub);
+#pragma GCC unroll 16
+        for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r][sub], acc[i][r]);
+      }
+    }
+  }
+  store_tile<MR, NR>(acc, a.y + i0 * a.n + j0, a.n, a.bias != nullptr ? a.bias + j0 : nullptr,
+                     false);
+}
+
+template <class L, int MR>
+void rows_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
+  int64_t j = n_begin;
+  for (; j + L::kNr <= n_end; j += L::kNr) tile_f32<L, MR, L::kNr>(a, row_bytes, i0, j);
+  for (; j < n_end; ++j) tile_f32<L, MR, 1>(a, row_bytes, i0, j);
+}
+
+// rows_f32<L, rem> for a run-time rem in [1, MR].
+template <class L, int MR>
+void rows_f32_rem(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin,
+                  int64_t n_end, int64_t rem) {
+  if constexpr (MR > 0) {
+    if (rem == MR) return rows_f32<L, MR>(a, row_bytes, i0, n_begin, n_end);
+    rows_f32_rem<L, MR - 1>(a, row_bytes, i0, n_begin, n_end, rem);
+  }
+}
+
+template <class L>
+void matmul_f32_typed(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  int64_t row_bytes =
+      tensor::dtype_block_bytes(a.w_dtype) * a.k / tensor::dtype_block_size(a.w_dtype);
+  // Column blocks of 64 weight rows keep the rows hot in L1/L2 while all m
+  // rows of x pass over them.
+  for (int64_t jb = n_begin; jb < n_end; jb += 64) {
+    int64_t je = min64(jb + 64, n_end);
+    int64_t i = 0;
+    for (; i + L::kMr <= a.m; i += L::kMr) rows_f32<L, L::kMr>(a, row_bytes, i, jb, je);
+    if (i < a.m) rows_f32_rem<L, L::kMr - 1>(a, row_bytes, i, jb, je, a.m - i);
+  }
+}
+
+void matmul_f32_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  switch (a.w_dtype) {
+    case DType::kF32:
+      return matmul_f32_typed<LoadF32>(a, n_begin, n_end);
+    case DType::kF16:
+      return matmul_f32_typed<LoadF16>(a, n_begin, n_end);
+    case DType::kBF16:
+      return matmul_f32_typed<LoadBF16>(a, n_begin, n_end);
+    case DType::kQ8_0:
+      return matmul_f32_typed<LoadQ8>(a, n_begin, n_end);
+    default:
+      return;
+  }
+}
+
+// ---- kBF16 mode ----
+
+// Operands of one cache block: x [m, kc] with row stride k_pad (zero padded
+// past k), w [rows, kc] bf16 with row stride w_stride; kc may end mid-pair
+// only at the true end of k (then w is masked and x's padding is zero).
+struct Bf16Block {
+  const uint16_t* x;
+  int64_t x_stride;
+  const uint16_t* w;
+  int64_t w_stride;
+  int64_t kc;
+};
+
+template <int MR, int NR>
+void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_stride,
+               const float* bias, bool accumulate) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  const uint16_t* x0 = b.x + i0 * b.x_stride;
+  const uint16_t* w0 = b.w + jr * b.w_stride;
+  for (int64_t kk = 0; kk < b.kc; kk += 32) {
+    __mmask32 m = tail_mask32(b.kc - kk);
+    __m512i wv[NR];
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(w0 + (NR + r) * b.w_stride + kk), _MM_HINT_T0);
+      wv[r] = _mm512_maskz_loadu_epi16(m, w0 + r * b.w_stride + kk);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      __m512i xv = _mm512_loadu_si512(x0 + i * b.x_stride + kk);
+#pragma GCC unroll 16
+      for (int r = 0; r < NR; ++r) {
+        acc[i][r] = _mm512_dpbf16_ps(acc[i][r], (__m512bh)xv, (__m512bh)wv[r]);
+      }
+    }
+  }
+  store_tile<MR, NR>(acc, y, y_stride, bias, accumulate);
+}
+
+template <int MR>
+void rows_bf16(const Bf16Block& b, int64_t i0, int64_t rows, float* y, int64_t y_stride,
+               const float* bias, bool accumulate) {
+  int64_t j = 0;
+  for (; j + 4 <= rows; j += 4) {
+    tile_bf16<MR, 4>(b, i0, j, y + j, y_stride, bias != nullptr ? bias + j : nullptr, accumulate);
+  }
+  for (; j < rows; ++j) {
+    tile_bf16<MR, 1>(b, i0, j, y + j, y_stride, bias != nullptr ? bias + j : nullptr, accumulate);
+  }
+}
+
+// Dequantizes rows [j0, j0 + rows) x k-values [k0, k0 + kc) of a Q8_0 weight
+// to bf16 in out [rows, out_stride].
+void dequant_q8_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                     uint16_t* out, int64_t out_stride) {
+  const BlockQ8_0* w = static_cast<const BlockQ8_0*>(a.w);
+  int64_t blocks_per_row = a.k / 32;
+  for (int64_t r = 0; r < rows; ++r) {
+    const BlockQ8_0* blk = w + (j0 + r) * blocks_per_row + k0 / 32;
+    for (int64_t bi = 0; bi < kc / 32; ++bi) {
+      __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[bi].values));
+      __m512 d = _mm512_set1_ps(_cvtsh_ss(blk[bi].scale_f16));
+      __m512 lo =
+          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))), d);
+      __m512 hi = _mm512_mul_ps(
+          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))), d);
+      _mm512_storeu_si512(out + r * out_stride + bi * 32, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+  }
+}
+
+void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
+  bool q8 = a.w_dtype == DType::kQ8_0;
+  for (int64_t jb = n_begin; jb < n_end; jb += kBf16TileRows) {
+    int64_t rows = min64(kBf16TileRows, n_end - jb);
+    const float* bias = a.bias != nullptr ? a.bias + jb : nullptr;
+    for (int64_t k0 = 0; k0 < a.k; k0 += kBf16TileK) {
+      Bf16Block b;
+      b.kc = min64(kBf16TileK, a.k - k0);
+      b.x = a.x_bf16 + k0;
+      b.x_stride = a.k_pad;
+      if (q8) {
+        dequant_q8_tile(a, jb, rows, k0, b.kc, scratch, kBf16TileK);
+        b.w = scratch;
+        b.w_stride = kBf16TileK;
+      } else {
+        b.w = static_cast<const uint16_t*>(a.w) + jb * a.k + k0;
+        b.w_stride = a.k;
+      }
+      bool last = k0 + kBf16TileK >= a.k;
+      const float* chunk_bias = last ? bias : nullptr;
+      bool accumulate = k0 > 0;
+      float* y = a.y + jb;
+      int64_t i = 0;
+      for (; i + 4 <= a.m; i += 4)
+        rows_bf16<4>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
+      switch (a.m - i) {
+        case 3:
+          rows_bf16<3>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
+          break;
+        case 2:
+          rows_bf16<2>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
+          break;
+        case 1:
+          rows_bf16<1>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
+// ---- prefill: oneDNN GEMM on slices of n (falls back to our kernels) ----
+
+bool prefill_q8(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
+  for (int64_t j = n_begin; j < n_end; j += kPrefillTileRows) {
+    int64_t rows = min64(kPrefillTileRows, n_end - j);
+    dequant_q8_tile(a, j, rows, 0, a.k, scratch, a.k);
+    if (!onednn_gemm(GemmType::kBF16, a.x_bf16, a.k_pad, a.m, scratch, a.k, rows, a.k, a.y + j,
+                     a.n)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void add_bias(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  for (int64_t i = 0; i < a.m; ++i) {
+    float* y = a.y + i * a.n;
+    for (int64_t j = n_begin; j < n_end; j += 16) {
+      __mmask16 m = tail_mask16(n_end - j);
+      __m512 v =
+          _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + j), _mm512_maskz_loadu_ps(m, a.bias + j));
+      _mm512_mask_storeu_ps(y + j, m, v);
+    }
+  }
+}
+
+void matmul_prefill_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
+  int64_t rows = n_end - n_begin;
+  bool done = false;
+  if (a.w_dtype == DType::kF32) {
+    done =
+        onednn_gemm(GemmType::kF32, a.x, a.k, a.m, static_cast<const float*>(a.w) + n_begin * a.k,
+                    a.k, rows, a.k, a.y + n_begin, a.n);
+  } else if (a.w_dtype == DType::kBF16) {
+    done = onednn_gemm(GemmType::kBF16, a.x_bf16, a.k_pad, a.m,
+                       static_cast<const uint16_t*>(a.w) + n_begin * a.k, a.k, rows, a.k,
+                       a.y + n_begin, a.n);
+  } else if (a.w_dtype == DType::kQ8_0) {
+    done = prefill_q8(a, n_begin, n_end, scratch);
+  }
+  if (done) {
+    if (a.bias != nullptr) add_bias(a, n_begin, n_end);
+  } else if (a.x_bf16 != nullptr) {
+    matmul_bf16_range(a, n_begin, n_end, scratch);
+  } else {
+    matmul_f32_range(a, n_begin, n_end);
+  }
+}
+
+void x_to_bf16(const float* x, int64_t rows, int64_t k, int64_t k_pad, uint16_t* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * k;
+    for (int64_t kk = 0; kk < k_pad; kk += 32) {
+      int64_t left = k - kk;
+      __m512 lo = _mm512_maskz_loadu_ps(left > 0 ? tail_mask16(left) : 0, xr + kk);
+      __m512 hi = _mm512_maskz_loadu_ps(left > 16 ? tail_mask16(left - 16) : 0, xr + kk + 16);
+      _mm512_storeu_si512(out + r * k_pad + kk, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+  }
+}
+
+// ---- element-wise ops ----
+
+// e^x for f32 lanes (Cephes-style: 2^n * p(r), |r| <= ln2/2); ~2 ulp.
+STRATA_INLINE __m512 exp512(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)),
+                    _mm512_set1_ps(88.3762626647949f));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+STRATA_INLINE float dot512(const float* a, const float* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask16(n - i);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+  }
+  return reduce1(acc);
+}
+
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float mean = dot512(xr, xr, dim) / static_cast<float>(dim);
+    __m512 inv = _mm512_set1_ps(1.0f / __builtin_sqrtf(mean + eps));
+    for (int64_t i = 0; i < dim; i += 16) {
+      __mmask16 m = tail_mask16(dim - i);
+      __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + i), inv);
+      _mm512_mask_storeu_ps(y + r * dim + i, m,
+                            _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i)));
+    }
+  }
+}
+
+void rope_neox(float* xh, int64_t half, const float* c, const float* s) {
+  for (int64_t i = 0; i < half; i += 16) {
+    __mmask16 m = tail_mask16(half - i);
+    __m512 x0 = _mm512_maskz_loadu_ps(m, xh + i);
+    __m512 x1 = _mm512_maskz_loadu_ps(m, xh + half + i);
+    __m512 cv = _mm512_maskz_loadu_ps(m, c + i), sv = _mm512_maskz_loadu_ps(m, s + i);
+    _mm512_mask_storeu_ps(xh + i, m, _mm512_fmsub_ps(x0, cv, _mm512_mul_ps(x1, sv)));
+    _mm512_mask_storeu_ps(xh + half + i, m, _mm512_fmadd_ps(x1, cv, _mm512_mul_ps(x0, sv)));
+  }
+}
+
+void rope_interleaved(float* xh, int64_t half, const float* c, const float* s) {
+  const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  for (int64_t i = 0; i < half; i += 8) {  // 8 pairs = 16 floats per step
+    int64_t pairs = min64(8, half - i);
+    __mmask16 m = tail_mask16(2 * pairs);
+    __mmask16 mp = tail_mask16(pairs);
+    __m512 x = _mm512_maskz_loadu_ps(m, xh + 2 * i);
+    __m512 cv = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(mp, c + i));
+    __m512 sv = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(mp, s + i));
+    __m512 swapped = _mm512_permute_ps(x, 0xB1);  // (x1, x0) in each pair
+    // even lanes x0*c - x1*s, odd lanes x1*c + x0*s
+    _mm512_mask_storeu_ps(xh + 2 * i, m, _mm512_fmaddsub_ps(x, cv, _mm512_mul_ps(swapped, sv)));
+  }
+}
+
+void rope_apply(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, const float* cos,
+                const float* sin, RopeStyle style) {
+  int64_t half = head_dim / 2;
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    for (int64_t h = 0; h < num_heads; ++h) {
+      float* xh = x + (t * num_heads + h) * head_dim;
+      if (style == RopeStyle::kNeox) {
+        rope_neox(xh, half, cos + t * half, sin + t * half);
+      } else {
+        rope_interleaved(xh, half, cos + t * half, sin + t * half);
+      }
+    }
+  }
+}
+
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask16(n - i);
+    __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    __m512 u = _mm512_maskz_loadu_ps(m, up + i);
+    __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, u));
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  __m512 mx = _mm512_set1_ps(-__builtin_inff());
+  for (int64_t i = 0; i < n; i += 16) {
+    mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, tail_mask16(n - i), x + i));
+  }
+  __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask16(n - i);
+    __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vmax));
+    e = _mm512_maskz_mov_ps(m, e);
+    sum = _mm512_add_ps(sum, e);
+    _mm512_mask_storeu_ps(x + i, m, e);
+  }
+  __m512 inv = _mm512_set1_ps(1.0f / reduce1(sum));
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask16(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+  }
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask16(n - i);
+    __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i));
+    _mm512_mask_storeu_ps(y + i, m, v);
+  }
+}
+
+// out[d] = Σ_j p[j] * v_j[d], 16 lanes of d at a time kept in a register.
+void weighted_sum(const float* p, const float* v, int64_t count, int64_t v_stride, int64_t d,
+                  float* out) {
+  for (int64_t c = 0; c < d; c += 16) {
+    __mmask16 m = tail_mask16(d - c);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < count; ++j) {
+      acc = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, v + j * v_stride + c),
+                            acc);
+    }
+    _mm512_mask_storeu_ps(out + c, m, acc);
+  }
+}
+
+void attention_rows(const float* q, const float* k, const float* v, const AttentionShape& s,
+                    int64_t row_begin, int64_t row_end, float* scores, float* out) {
+  int64_t group = s.num_heads / s.num_kv_heads;
+  int64_t d = s.head_dim;
+  int64_t kv_stride = s.num_kv_heads * d;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    int64_t t = row / s.num_heads, h = row % s.num_heads, kvh = h / group;
+    int64_t p = s.start_pos + t;
+    int64_t lo =
+        s.sliding_window > 0 && p - s.sliding_window + 1 > 0 ? p - s.sliding_window + 1 : 0;
+    const float* qh = q + row * d;
+    const float* kb = k + lo * kv_stride + kvh * d;
+    for (int64_t j = 0; j <= p - lo; ++j) scores[j] = dot512(qh, kb + j * kv_stride, d) * s.scale;
+    softmax(scores, p - lo + 1);
+    weighted_sum(scores, v + lo * kv_stride + kvh * d, p - lo + 1, kv_stride, d, out + row * d);
+  }
+}
+
+constexpr KernelTable kAvx512 = {
+#ifdef STRATA_HAVE_ONEDNN
+    "avx512_bf16+onednn",
+#else
+    "avx512_bf16",
+#endif
+    matmul_f32_range,
+    matmul_bf16_range,
+    matmul_prefill_range,
+    x_to_bf16,
+    rms_norm,
+    rope_apply,
+    silu_mul,
+    softmax,
+    add_inplace,
+    attention_rows,
+};
+
+}  // namespace
+
+const KernelTable* avx512_kernels() { return &kAvx512; }
+
+}  // namespace strata::ops::cpu

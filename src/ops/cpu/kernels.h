@@ -1,0 +1,112 @@
+// Internal kernel interface of the ops module: one table of function pointers
+// per instruction-set level, and the single dispatch point that picks one at
+// run time from strata::cpu_features() (STRATA_CPU=generic forces "generic").
+//
+// The table entries are *range kernels*: they compute a slice of an op and
+// never touch threads. ops/ops.cc (portable code) splits work across the
+// ThreadPool and calls them; this keeps std::function and other inline
+// library code out of the AVX-512 translation unit, whose instructions must
+// not leak into code that runs on CPUs without AVX-512.
+//
+// Tests use generic_kernels() / avx512_kernels() directly to cover both paths.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/ops.h"
+#include "tensor/dtype.h"
+
+namespace strata::ops {
+
+// No kernel repacks weights today: every path reads the stored [n, k] rows
+// directly (see matmul notes in ops.cc), so prepare() leaves this empty.
+struct MatmulWeight::Packed {};
+
+}  // namespace strata::ops
+
+namespace strata::ops::cpu {
+
+// Precision of x inside the inner product.
+//   kF32:  x stays f32; weights are widened exactly to f32 (F32, F16, Q8_0 decode).
+//   kBF16: x is rounded to bf16 and multiplied with bf16 weights by vdpbf16ps
+//          (BF16 weights always; Q8_0 prefill, whose q*d products are rounded
+//          to bf16 tile by tile). Sums are f32.
+enum class MatmulMode { kF32, kBF16 };
+
+// Decode regime: matmuls with at most this many rows of x run our GEMV
+// kernels; larger m (prefill) goes to matmul_prefill_range where a table has
+// one. Q8_0 uses kF32 (exact weights) up to this m and kBF16 above it.
+constexpr int64_t kDecodeMaxRows = 16;
+// Weight rows per Q8_0 -> bf16 dequantized tile handed to the prefill GEMM.
+constexpr int64_t kPrefillTileRows = 128;
+// kBF16 cache blocking: weight rows x k-values per tile (the Q8_0 path
+// dequantizes one such tile into per-thread scratch of kBf16TileRows*kBf16TileK).
+constexpr int64_t kBf16TileRows = 64;
+constexpr int64_t kBf16TileK = 1024;  // multiple of 32
+
+struct MatmulArgs {
+  const float* x = nullptr;          // [m, k] f32 (kF32 mode)
+  const uint16_t* x_bf16 = nullptr;  // [m, k_pad] bf16, zero padded (kBF16 mode)
+  int64_t m = 0, n = 0, k = 0;
+  int64_t k_pad = 0;        // k rounded up to a multiple of 32
+  const void* w = nullptr;  // [n, k] stored as w_dtype
+  tensor::DType w_dtype = tensor::DType::kF32;
+  const float* bias = nullptr;  // [n] or nullptr
+  float* y = nullptr;           // [m, n]
+};
+
+struct KernelTable {
+  const char* name;
+  // Columns [n_begin, n_end) of y, kF32 mode.
+  void (*matmul_f32_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+  // Columns [n_begin, n_end) of y, kBF16 mode; scratch holds
+  // kBf16TileRows * kBf16TileK bf16 values (used for Q8_0 only).
+  void (*matmul_bf16_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch);
+  // Columns [n_begin, n_end) of y for m > kDecodeMaxRows (F32, BF16, Q8_0;
+  // x as for matmul_mode()); nullptr when the table has no prefill GEMM.
+  // scratch holds max(kBf16TileRows * kBf16TileK, kPrefillTileRows * k_pad) bf16.
+  void (*matmul_prefill_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end,
+                               uint16_t* scratch);
+  // out[rows, k_pad] = bf16(x[rows, k]) (RNE), zero padded.
+  void (*x_to_bf16)(const float* x, int64_t rows, int64_t k, int64_t k_pad, uint16_t* out);
+  void (*rms_norm)(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
+                   float* y);
+  // Rotates x [num_tokens, num_heads, head_dim] with per-token tables
+  // cos, sin: [num_tokens, head_dim / 2].
+  void (*rope_apply)(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
+                     const float* cos, const float* sin, RopeStyle style);
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  void (*softmax)(float* x, int64_t n);
+  void (*add_inplace)(float* y, const float* x, int64_t n);
+  // Attention output rows [row_begin, row_end) where row = token * num_heads + head;
+  // scratch holds start_pos + num_tokens floats.
+  void (*attention_rows)(const float* q, const float* k, const float* v,
+                         const AttentionShape& shape, int64_t row_begin, int64_t row_end,
+                         float* scratch, float* out);
+};
+
+const KernelTable& generic_kernels();
+// nullptr when this build has no AVX-512 kernels. Only call its entries when
+// cpu_features() reports AVX-512 F/BW/VL + BF16 + FMA + F16C (see avx512_supported()).
+const KernelTable* avx512_kernels();
+bool avx512_supported();
+
+// The dispatch point: the table every public op uses (chosen once).
+const KernelTable& active_kernels();
+
+}  // namespace strata::ops::cpu
+
+namespace strata::ops::cpu {
+
+// The public ops, run with an explicit kernel table (tests run both tables
+// through the same threading code the product uses).
+void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
+                const float* bias, float* y, ThreadPool& pool);
+void run_rope(const KernelTable& t, float* x, const int32_t* positions, int64_t num_tokens,
+              int64_t num_heads, int64_t head_dim, const float* inv_freq, RopeStyle style);
+void run_attention(const KernelTable& t, const float* q, const float* k, const float* v,
+                   const AttentionShape& shape, float* out, ThreadPool& pool);
+// The activation precision run_matmul uses for this weight and row count.
+MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
+
+}  // namespace strata::ops::cpu

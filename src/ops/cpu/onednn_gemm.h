@@ -1,0 +1,24 @@
+// oneDNN matmul used for prefill (m > kDecodeMaxRows), where it measured ~3x
+// faster than our inner-product kernels (BENCHMARKS.md, "Kernels").
+//
+// Threading: called from ThreadPool workers, each on its own slice of n. Each
+// calling thread gets its own engine, stream and primitive cache and is pinned
+// to one OpenMP thread, so oneDNN never starts threads of its own.
+// Primitives are cached per (dtype, m-block, n, k, strides); m is cut into
+// blocks of 128 rows plus one remainder so the cache stays small.
+#pragma once
+
+#include <cstdint>
+
+namespace strata::ops::cpu {
+
+enum class GemmType { kF32, kBF16 };
+
+// y[m, n] = x[m, k] · w[n, k]ᵀ, row strides ldx, ldw, ldy (in elements); x and
+// w are both f32 or both bf16, y is f32 and is overwritten. Returns false
+// (having written nothing) when oneDNN is not built in, is disabled by
+// STRATA_NO_ONEDNN=1, or cannot run the shape; the caller then uses its own kernel.
+bool onednn_gemm(GemmType type, const void* x, int64_t ldx, int64_t m, const void* w, int64_t ldw,
+                 int64_t n, int64_t k, float* y, int64_t ldy);
+
+}  // namespace strata::ops::cpu

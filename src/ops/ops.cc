@@ -1,0 +1,178 @@
+// Public ops: argument checks, threading and the call into the kernel table
+// chosen by cpu::active_kernels(). Portable code (no SIMD here).
+//
+// Matmul strategy (measured in BENCHMARKS.md, "Kernels"):
+//   - Work is split over n (weight rows) across the pool in multiples of 16
+//     rows, so each thread streams its own weight rows once for all m rows
+//     of x (decode GEMV amortises weight reads over the batch).
+//   - F32/F16 weights and Q8_0 with m <= 16: f32 FMA, weights widened exactly.
+//   - BF16 weights (any m) and Q8_0 with m > 16: x rounded to bf16 once per
+//     call, bf16 products with f32 sums; Q8_0 prefill rounds q*d to bf16.
+//   - Prefill (m > 16, F32/BF16/Q8_0) uses the table's prefill GEMM (oneDNN
+//     on AVX-512 machines, ~3x our inner-product kernel), each pool thread
+//     running oneDNN single-threaded on its own slice of n.
+#include "ops/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "base/check.h"
+#include "ops/cpu/kernels.h"
+
+namespace strata::ops {
+
+MatmulWeight::MatmulWeight() = default;
+MatmulWeight::MatmulWeight(MatmulWeight&&) noexcept = default;
+MatmulWeight& MatmulWeight::operator=(MatmulWeight&&) noexcept = default;
+MatmulWeight::~MatmulWeight() = default;
+
+MatmulWeight MatmulWeight::prepare(const tensor::TensorView& w) {
+  using tensor::DType;
+  STRATA_CHECK(w.rank() == 2) << "matmul weight must be 2-D [n, k], got " << w.shape_string();
+  STRATA_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 ||
+               w.dtype == DType::kQ8_0)
+      << "unsupported matmul weight dtype " << tensor::dtype_name(w.dtype);
+  STRATA_CHECK(w.dtype != DType::kQ8_0 || w.dim(1) % tensor::kQ8_0BlockSize == 0)
+      << "Q8_0 weight k=" << w.dim(1) << " is not a multiple of 32";
+  MatmulWeight out;
+  out.view_ = w;
+  out.n_ = w.dim(0);
+  out.k_ = w.dim(1);
+  return out;
+}
+
+void matmul(const float* x, int64_t m, const MatmulWeight& w, const float* bias, float* y,
+            ThreadPool& pool) {
+  cpu::run_matmul(cpu::active_kernels(), x, m, w, bias, y, pool);
+}
+
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
+  cpu::active_kernels().rms_norm(x, weight, rows, dim, eps, y);
+}
+
+void rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads,
+          int64_t head_dim, const float* inv_freq, RopeStyle style) {
+  cpu::run_rope(cpu::active_kernels(), x, positions, num_tokens, num_heads, head_dim, inv_freq,
+                style);
+}
+
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  cpu::active_kernels().silu_mul(gate, up, n, out);
+}
+
+void softmax(float* x, int64_t n) { cpu::active_kernels().softmax(x, n); }
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  cpu::active_kernels().add_inplace(y, x, n);
+}
+
+void attention(const float* q, const float* k, const float* v, const AttentionShape& shape,
+               float* out, ThreadPool& pool) {
+  cpu::run_attention(cpu::active_kernels(), q, k, v, shape, out, pool);
+}
+
+const char* cpu_backend_name() { return cpu::active_kernels().name; }
+
+namespace cpu {
+namespace {
+
+constexpr int64_t kMatmulGrain = 16;   // weight rows per parallel_for chunk (decode)
+constexpr int64_t kPrefillGrain = 64;  // (prefill: wider slices for the GEMM)
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// Per-thread scratch, reused across calls (one engine thread + pool workers);
+// one buffer per Tag so nested uses do not collide.
+template <typename T, int Tag>
+T* scratch(int64_t count) {
+  thread_local std::vector<T> buffer;
+  if (static_cast<int64_t>(buffer.size()) < count) buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+}  // namespace
+
+MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m) {
+  if (w_dtype == tensor::DType::kBF16) return MatmulMode::kBF16;
+  if (w_dtype == tensor::DType::kQ8_0 && m > kDecodeMaxRows) return MatmulMode::kBF16;
+  return MatmulMode::kF32;
+}
+
+void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
+                const float* bias, float* y, ThreadPool& pool) {
+  STRATA_CHECK(m >= 0 && w.n() > 0) << "m=" << m << " n=" << w.n();
+  if (m == 0) return;
+  MatmulArgs a;
+  a.x = x;
+  a.m = m;
+  a.n = w.n();
+  a.k = w.k();
+  a.k_pad = round_up(w.k(), 32);
+  a.w = w.view().data;
+  a.w_dtype = w.dtype();
+  a.bias = bias;
+  a.y = y;
+  bool prefill =
+      m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && w.dtype() != tensor::DType::kF16;
+  if (matmul_mode(w.dtype(), m) == MatmulMode::kBF16) {
+    uint16_t* xb = scratch<uint16_t, 0>(m * a.k_pad);
+    t.x_to_bf16(x, m, a.k, a.k_pad, xb);
+    a.x_bf16 = xb;
+  }
+  int64_t tile_elems = std::max(kBf16TileRows * kBf16TileK, kPrefillTileRows * a.k_pad);
+  auto tile = [&] {
+    return a.w_dtype == tensor::DType::kQ8_0 ? scratch<uint16_t, 1>(tile_elems) : nullptr;
+  };
+  if (prefill) {
+    pool.parallel_for(
+        a.n, [&](int64_t b, int64_t e, int) { t.matmul_prefill_range(a, b, e, tile()); },
+        kPrefillGrain);
+  } else if (a.x_bf16 != nullptr) {
+    pool.parallel_for(
+        a.n, [&](int64_t b, int64_t e, int) { t.matmul_bf16_range(a, b, e, tile()); },
+        kMatmulGrain);
+  } else {
+    pool.parallel_for(
+        a.n, [&](int64_t b, int64_t e, int) { t.matmul_f32_range(a, b, e); }, kMatmulGrain);
+  }
+}
+
+void run_rope(const KernelTable& t, float* x, const int32_t* positions, int64_t num_tokens,
+              int64_t num_heads, int64_t head_dim, const float* inv_freq, RopeStyle style) {
+  STRATA_CHECK(head_dim % 2 == 0) << "rope head_dim=" << head_dim << " must be even";
+  int64_t half = head_dim / 2;
+  std::vector<float> cos(static_cast<size_t>(num_tokens * half));
+  std::vector<float> sin(cos.size());
+  for (int64_t tok = 0; tok < num_tokens; ++tok) {
+    for (int64_t i = 0; i < half; ++i) {
+      float angle = static_cast<float>(positions[tok]) * inv_freq[i];
+      cos[tok * half + i] = std::cos(angle);
+      sin[tok * half + i] = std::sin(angle);
+    }
+  }
+  t.rope_apply(x, num_tokens, num_heads, head_dim, cos.data(), sin.data(), style);
+}
+
+void run_attention(const KernelTable& t, const float* q, const float* k, const float* v,
+                   const AttentionShape& shape, float* out, ThreadPool& pool) {
+  STRATA_CHECK(shape.num_kv_heads > 0 && shape.num_heads % shape.num_kv_heads == 0)
+      << "num_heads=" << shape.num_heads << " num_kv_heads=" << shape.num_kv_heads;
+  int64_t rows = shape.num_tokens * shape.num_heads;
+  int64_t ctx = shape.start_pos + shape.num_tokens;
+  // Causal rows get longer with the token index; visit tokens in the order
+  // 0, T-1, 1, T-2, ... so contiguous thread ranges get equal work.
+  int64_t num_tokens = shape.num_tokens;
+  pool.parallel_for(rows, [&](int64_t b, int64_t e, int) {
+    float* buf = scratch<float, 2>(ctx);
+    for (int64_t i = b; i < e; ++i) {
+      int64_t slot = i / shape.num_heads;
+      int64_t tok = slot % 2 == 0 ? slot / 2 : num_tokens - 1 - slot / 2;
+      int64_t row = tok * shape.num_heads + i % shape.num_heads;
+      t.attention_rows(q, k, v, shape, row, row + 1, buf, out);
+    }
+  });
+}
+
+}  // namespace cpu
+}  // namespace strata::ops

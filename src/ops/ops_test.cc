@@ -1,0 +1,370 @@
+// Every optimized kernel (generic and, where the CPU has it, AVX-512) against
+// ops/reference over many sizes, dtypes and pointer misalignments, plus a few
+// hand-computed cases that pin the reference itself to HF semantics.
+#include "ops/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "ops/cpu/kernels.h"
+#include "ops/reference.h"
+
+namespace strata::ops {
+namespace {
+
+using tensor::DType;
+
+std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// Weight storage in `dtype` for f32 values w [n, k].
+struct StoredWeight {
+  std::vector<uint8_t> bytes;
+  tensor::TensorView view;
+};
+
+StoredWeight store_weight(const std::vector<float>& w, int64_t n, int64_t k, DType dtype) {
+  StoredWeight s;
+  s.bytes.resize(static_cast<size_t>(tensor::dtype_size_bytes(dtype, n * k)));
+  auto* u16 = reinterpret_cast<uint16_t*>(s.bytes.data());
+  for (int64_t i = 0; i < n * k; ++i) {
+    if (dtype == DType::kF32) std::memcpy(s.bytes.data() + 4 * i, &w[i], 4);
+    if (dtype == DType::kF16) u16[i] = tensor::f32_to_f16(w[i]);
+    if (dtype == DType::kBF16) u16[i] = tensor::f32_to_bf16(w[i]);
+  }
+  if (dtype == DType::kQ8_0) {
+    tensor::quantize_q8_0(w.data(), n * k, reinterpret_cast<tensor::BlockQ8_0*>(s.bytes.data()));
+  }
+  s.view.data = s.bytes.data();
+  s.view.dtype = dtype;
+  s.view.shape = {n, k};
+  return s;
+}
+
+// Max over outputs of |y - ref| / (Σ_l |x_l w_l| + |bias| + tiny): error
+// relative to the size of the terms summed.
+double normalized_error(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
+                        const float* y, const float* ref) {
+  int64_t n = w.dim(0), k = w.dim(1);
+  std::vector<float> wf(static_cast<size_t>(n * k));
+  tensor::convert_to_f32(w.data, w.dtype, n * k, wf.data());
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double scale = 1e-30 + (bias != nullptr ? std::fabs(bias[j]) : 0.0);
+      for (int64_t l = 0; l < k; ++l) scale += std::fabs(x[i * k + l] * wf[j * k + l]);
+      worst = std::max(worst, std::fabs(double(y[i * n + j]) - ref[i * n + j]) / scale);
+    }
+  }
+  return worst;
+}
+
+class KernelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "generic") {
+      table_ = &cpu::generic_kernels();
+    } else if (cpu::avx512_supported()) {
+      table_ = cpu::avx512_kernels();
+    } else {
+      GTEST_SKIP() << "CPU lacks AVX-512 BF16; avx512 kernels not testable here";
+    }
+  }
+  const cpu::KernelTable* table_ = nullptr;
+  ThreadPool pool_{2};
+};
+
+struct MatmulCase {
+  int64_t m, n, k;
+};
+
+std::vector<MatmulCase> matmul_cases(DType dtype) {
+  std::vector<MatmulCase> cases;
+  bool q8 = dtype == DType::kQ8_0;
+  std::vector<int64_t> ks = q8 ? std::vector<int64_t>{32, 64, 96, 1088}
+                               : std::vector<int64_t>{1, 7, 16, 31, 33, 100, 1056};
+  std::vector<int64_t> ns = {1, 3, 4, 5, 16, 17, 67};
+  int idx = 0;
+  for (int64_t k : ks) {
+    for (int64_t n : ns) {
+      int64_t m = 1 + (idx++ % 17);  // cycles through 1..17
+      cases.push_back({m, n, k});
+    }
+  }
+  cases.push_back({64, 130, q8 ? 320 : 300});  // prefill sizes
+  cases.push_back({70, 35, q8 ? 1088 : 1050});
+  return cases;
+}
+
+void check_matmul(const cpu::KernelTable& t, ThreadPool& pool, DType dtype, MatmulCase c,
+                  int offset, bool with_bias) {
+  SCOPED_TRACE(std::string(tensor::dtype_name(dtype)) + " m=" + std::to_string(c.m) +
+               " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+               " offset=" + std::to_string(offset) + " bias=" + std::to_string(with_bias));
+  uint32_t seed = static_cast<uint32_t>(c.m * 7919 + c.n * 31 + c.k);
+  std::vector<float> wf = random_floats(c.n * c.k, seed);
+  StoredWeight sw = store_weight(wf, c.n, c.k, dtype);
+  std::vector<float> xbuf = random_floats(c.m * c.k + offset, seed + 1);
+  const float* x = xbuf.data() + offset;
+  std::vector<float> bias = random_floats(c.n, seed + 2);
+  const float* b = with_bias ? bias.data() : nullptr;
+  std::vector<float> ybuf(static_cast<size_t>(c.m * c.n + offset), NAN);
+  float* y = ybuf.data() + offset;
+  MatmulWeight w = MatmulWeight::prepare(sw.view);
+  cpu::run_matmul(t, x, c.m, w, b, y, pool);
+
+  std::vector<float> ref(static_cast<size_t>(c.m * c.n));
+  if (cpu::matmul_mode(dtype, c.m) == cpu::MatmulMode::kF32) {
+    reference::matmul(x, c.m, sw.view, b, ref.data());
+  } else {
+    reference::matmul_bf16_rounded(x, c.m, sw.view, b, dtype != DType::kBF16, ref.data());
+  }
+  EXPECT_LT(normalized_error(x, c.m, sw.view, b, y, ref.data()), 1e-5);
+}
+
+TEST_P(KernelTest, MatmulMatchesReference) {
+  int variant = 0;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    for (MatmulCase c : matmul_cases(dtype)) {
+      check_matmul(*table_, pool_, dtype, c, variant % 4, variant % 3 != 0);
+      ++variant;
+    }
+  }
+}
+
+TEST_P(KernelTest, Bf16MatmulIsBatchInvariant) {
+  int64_t n = 37, k = 1100, m = 9;
+  std::vector<float> wf = random_floats(n * k, 5);
+  StoredWeight sw = store_weight(wf, n, k, DType::kBF16);
+  MatmulWeight w = MatmulWeight::prepare(sw.view);
+  std::vector<float> x = random_floats(m * k, 6);
+  std::vector<float> y_batch(m * n), y_one(n);
+  cpu::run_matmul(*table_, x.data(), m, w, nullptr, y_batch.data(), pool_);
+  for (int64_t i = 0; i < m; ++i) {
+    cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, y_one.data(), pool_);
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(y_one[j], y_batch[i * n + j]) << i << "," << j;
+  }
+}
+
+// The error bound documented in BENCHMARKS.md for bf16 activation rounding,
+// against exact f32 math (not the bf16-rounded reference).
+TEST_P(KernelTest, Bf16ActivationErrorBound) {
+  int64_t m = 33, n = 64, k = 896;
+  for (DType dtype : {DType::kBF16, DType::kQ8_0}) {
+    std::vector<float> wf = random_floats(n * k, 9);
+    StoredWeight sw = store_weight(wf, n, k, dtype);
+    MatmulWeight w = MatmulWeight::prepare(sw.view);
+    std::vector<float> x = random_floats(m * k, 10);
+    std::vector<float> y(m * n), ref(m * n);
+    cpu::run_matmul(*table_, x.data(), m, w, nullptr, y.data(), pool_);
+    reference::matmul(x.data(), m, sw.view, nullptr, ref.data());
+    double err = normalized_error(x.data(), m, sw.view, nullptr, y.data(), ref.data());
+    RecordProperty(std::string("bf16_err_") + tensor::dtype_name(dtype), std::to_string(err));
+    EXPECT_LT(err, 1e-3) << tensor::dtype_name(dtype);  // measured 2.5e-4 / 3.3e-4
+  }
+}
+
+TEST_P(KernelTest, RmsNorm) {
+  for (int64_t dim : {1, 15, 16, 17, 64, 896, 1000}) {
+    for (int offset = 0; offset < 4; ++offset) {
+      int64_t rows = 3;
+      std::vector<float> x = random_floats(rows * dim + offset, dim, -3, 3);
+      std::vector<float> weight = random_floats(dim, dim + 1);
+      std::vector<float> y(rows * dim + offset), ref(rows * dim);
+      table_->rms_norm(x.data() + offset, weight.data(), rows, dim, 1e-6f, y.data() + offset);
+      reference::rms_norm(x.data() + offset, weight.data(), rows, dim, 1e-6f, ref.data());
+      for (int64_t i = 0; i < rows * dim; ++i) {
+        ASSERT_NEAR(y[i + offset], ref[i], 1e-5 * (1 + std::fabs(ref[i]))) << dim << " " << i;
+      }
+      // In place (y aliases x).
+      table_->rms_norm(x.data() + offset, weight.data(), rows, dim, 1e-6f, x.data() + offset);
+      for (int64_t i = 0; i < rows * dim; ++i) ASSERT_EQ(x[i + offset], y[i + offset]);
+    }
+  }
+}
+
+std::vector<float> rope_inv_freq(int64_t head_dim, float theta) {
+  std::vector<float> f(static_cast<size_t>(head_dim / 2));
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    f[i] = 1.0f / std::pow(theta, 2.0f * static_cast<float>(i) / static_cast<float>(head_dim));
+  }
+  return f;
+}
+
+double max_rope_error(const cpu::KernelTable& t, RopeStyle kernel_style, RopeStyle ref_style,
+                      int64_t head_dim, int64_t num_heads, int offset) {
+  int64_t num_tokens = 5;
+  std::vector<int32_t> pos = {0, 1, 7, 4095, 31999};
+  std::vector<float> inv_freq = rope_inv_freq(head_dim, 10000.0f);
+  int64_t total = num_tokens * num_heads * head_dim;
+  std::vector<float> x = random_floats(total + offset, head_dim * 13 + num_heads);
+  std::vector<float> ref(x.begin() + offset, x.end());
+  cpu::run_rope(t, x.data() + offset, pos.data(), num_tokens, num_heads, head_dim, inv_freq.data(),
+                kernel_style);
+  reference::rope(ref.data(), pos.data(), num_tokens, num_heads, head_dim, inv_freq.data(),
+                  ref_style);
+  double worst = 0;
+  for (int64_t i = 0; i < total; ++i)
+    worst = std::max(worst, double(std::fabs(x[i + offset] - ref[i])));
+  return worst;
+}
+
+TEST_P(KernelTest, Rope) {
+  for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved}) {
+    for (int64_t head_dim : {2, 6, 20, 32, 34, 64, 128}) {
+      for (int64_t heads : {1, 3}) {
+        int offset = static_cast<int>(head_dim % 4);
+        EXPECT_LT(max_rope_error(*table_, style, style, head_dim, heads, offset), 1e-5)
+            << "style=" << int(style) << " head_dim=" << head_dim << " heads=" << heads;
+      }
+    }
+  }
+}
+
+// The comparison must be able to fail: swapping the pairing is caught.
+TEST_P(KernelTest, RopeDetectsSwappedPairing) {
+  EXPECT_GT(max_rope_error(*table_, RopeStyle::kNeox, RopeStyle::kInterleaved, 64, 2, 0), 1e-2);
+  EXPECT_GT(max_rope_error(*table_, RopeStyle::kInterleaved, RopeStyle::kNeox, 64, 2, 0), 1e-2);
+}
+
+TEST_P(KernelTest, SiluMul) {
+  for (int64_t n : {1, 15, 16, 17, 100, 4864}) {
+    for (int offset = 0; offset < 4; ++offset) {
+      std::vector<float> g = random_floats(n + offset, n, -20, 20);
+      std::vector<float> u = random_floats(n + offset, n + 1, -2, 2);
+      std::vector<float> out(n + offset), ref(n);
+      table_->silu_mul(g.data() + offset, u.data() + offset, n, out.data() + offset);
+      reference::silu_mul(g.data() + offset, u.data() + offset, n, ref.data());
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(out[i + offset], ref[i], 1e-6 + 1e-5 * std::fabs(ref[i])) << n << " " << i;
+      }
+      // out aliases gate.
+      table_->silu_mul(g.data() + offset, u.data() + offset, n, g.data() + offset);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(g[i + offset], out[i + offset]);
+    }
+  }
+}
+
+TEST_P(KernelTest, Softmax) {
+  for (int64_t n : {1, 2, 15, 16, 17, 300, 151936}) {
+    int offset = static_cast<int>(n % 4);
+    std::vector<float> x = random_floats(n + offset, n, -30, 30);
+    std::vector<float> ref(x.begin() + offset, x.end());
+    table_->softmax(x.data() + offset, n);
+    reference::softmax(ref.data(), n);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(x[i + offset], ref[i], 1e-7 + 1e-5 * ref[i]) << n << " " << i;
+      sum += x[i + offset];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-4);
+  }
+}
+
+TEST_P(KernelTest, AddInplace) {
+  for (int64_t n : {1, 16, 17, 1000}) {
+    for (int offset = 0; offset < 4; ++offset) {
+      std::vector<float> y = random_floats(n + offset, n), x = random_floats(n + offset, n + 1);
+      std::vector<float> ref(y.begin() + offset, y.end());
+      table_->add_inplace(y.data() + offset, x.data() + offset, n);
+      reference::add_inplace(ref.data(), x.data() + offset, n);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i + offset], ref[i]);
+    }
+  }
+}
+
+struct AttnCase {
+  int64_t num_tokens, start_pos, num_heads, num_kv_heads, head_dim, window;
+};
+
+TEST_P(KernelTest, Attention) {
+  std::vector<AttnCase> cases = {
+      {1, 0, 1, 1, 16, 0}, {1, 37, 14, 2, 64, 0},  {7, 0, 4, 2, 64, 0},  {20, 5, 4, 1, 20, 0},
+      {9, 3, 6, 6, 33, 4}, {16, 40, 8, 2, 64, 16}, {5, 0, 2, 1, 128, 1}, {33, 0, 2, 2, 8, 0},
+  };
+  for (const AttnCase& c : cases) {
+    SCOPED_TRACE("tokens=" + std::to_string(c.num_tokens) +
+                 " start=" + std::to_string(c.start_pos) + " heads=" + std::to_string(c.num_heads) +
+                 "/" + std::to_string(c.num_kv_heads) + " d=" + std::to_string(c.head_dim) +
+                 " window=" + std::to_string(c.window));
+    AttentionShape s{c.num_tokens,   c.start_pos, c.num_heads,
+                     c.num_kv_heads, c.head_dim,  1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                     c.window};
+    int64_t ctx = c.start_pos + c.num_tokens;
+    int offset = static_cast<int>(c.head_dim % 3) + 1;
+    std::vector<float> q =
+        random_floats(c.num_tokens * c.num_heads * c.head_dim + offset, 1, -2, 2);
+    std::vector<float> k = random_floats(ctx * c.num_kv_heads * c.head_dim + offset, 2, -2, 2);
+    std::vector<float> v = random_floats(ctx * c.num_kv_heads * c.head_dim + offset, 3);
+    int64_t out_size = c.num_tokens * c.num_heads * c.head_dim;
+    std::vector<float> out(out_size + offset, NAN), ref(out_size);
+    cpu::run_attention(*table_, q.data() + offset, k.data() + offset, v.data() + offset, s,
+                       out.data() + offset, pool_);
+    reference::attention(q.data() + offset, k.data() + offset, v.data() + offset, s, ref.data());
+    for (int64_t i = 0; i < out_size; ++i) {
+      ASSERT_NEAR(out[i + offset], ref[i], 1e-5 * (1 + std::fabs(ref[i]))) << i;
+    }
+  }
+}
+
+// repeat_interleave GQA mapping and the window mask, with hand-known answers.
+TEST_P(KernelTest, AttentionMappingAndWindow) {
+  int64_t d = 4, tokens = 3, heads = 4, kv_heads = 2;
+  std::vector<float> q(tokens * heads * d, 0.0f), k(tokens * kv_heads * d, 0.0f);
+  std::vector<float> v(tokens * kv_heads * d);
+  for (int64_t j = 0; j < tokens; ++j) {
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      for (int64_t i = 0; i < d; ++i) v[(j * kv_heads + h) * d + i] = float(10 * h + j);
+    }
+  }
+  std::vector<float> out(q.size());
+  // Zero scores: uniform weights over the visible positions; window 2 sees {p-1, p}.
+  AttentionShape s{tokens, 0, heads, kv_heads, d, 0.5f, 2};
+  cpu::run_attention(*table_, q.data(), k.data(), v.data(), s, out.data(), pool_);
+  for (int64_t t = 0; t < tokens; ++t) {
+    float mean_pos = t == 0 ? 0.0f : float(t) - 0.5f;
+    for (int64_t h = 0; h < heads; ++h) {
+      float expected = 10.0f * float(h / 2) + mean_pos;  // heads 0,1 -> kv 0; 2,3 -> kv 1
+      EXPECT_NEAR(out[(t * heads + h) * d], expected, 1e-6) << "t=" << t << " h=" << h;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, KernelTest, ::testing::Values("generic", "avx512"),
+                         [](const auto& info) { return info.param; });
+
+// Pins the reference to HF rotate-half semantics with hand-computed values.
+TEST(ReferenceTest, RopeNeoxHandComputed) {
+  float x[4] = {1, 2, 3, 4};  // pairs (x0, x2) and (x1, x3)
+  float inv_freq[2] = {1.0f, 0.5f};
+  int32_t pos = 2;
+  reference::rope(x, &pos, 1, 1, 4, inv_freq, RopeStyle::kNeox);
+  float c0 = std::cos(2.0f), s0 = std::sin(2.0f), c1 = std::cos(1.0f), s1 = std::sin(1.0f);
+  EXPECT_FLOAT_EQ(x[0], 1 * c0 - 3 * s0);
+  EXPECT_FLOAT_EQ(x[2], 3 * c0 + 1 * s0);
+  EXPECT_FLOAT_EQ(x[1], 2 * c1 - 4 * s1);
+  EXPECT_FLOAT_EQ(x[3], 4 * c1 + 2 * s1);
+}
+
+TEST(DispatchTest, BackendNameMatchesCpu) {
+  std::string name = cpu_backend_name();
+  if (cpu::avx512_supported()) {
+    EXPECT_EQ(name.rfind("avx512_bf16", 0), 0u) << name;
+  } else {
+    EXPECT_EQ(name, "generic");
+  }
+}
+
+}  // namespace
+}  // namespace strata::ops

@@ -1,0 +1,132 @@
+#include "ops/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "base/check.h"
+
+namespace strata::ops::reference {
+namespace {
+
+// w [n, k] widened to f32.
+std::vector<float> widen(const tensor::TensorView& w) {
+  std::vector<float> out(static_cast<size_t>(w.num_elements()));
+  tensor::convert_to_f32(w.data, w.dtype, w.num_elements(), out.data());
+  return out;
+}
+
+void round_bf16(std::vector<float>& v) {
+  for (float& f : v) f = tensor::bf16_to_f32(tensor::f32_to_bf16(f));
+}
+
+void matmul_f32(const float* x, int64_t m, const float* w, int64_t n, int64_t k, const float* bias,
+                float* y) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t l = 0; l < k; ++l) acc += double(x[i * k + l]) * double(w[j * k + l]);
+      y[i * n + j] = static_cast<float>(acc) + (bias != nullptr ? bias[j] : 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+void matmul(const float* x, int64_t m, const tensor::TensorView& w, const float* bias, float* y) {
+  STRATA_CHECK(w.rank() == 2) << "weight must be 2-D, got " << w.shape_string();
+  std::vector<float> wf = widen(w);
+  matmul_f32(x, m, wf.data(), w.dim(0), w.dim(1), bias, y);
+}
+
+void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
+                         bool round_w, float* y) {
+  STRATA_CHECK(w.rank() == 2) << "weight must be 2-D, got " << w.shape_string();
+  int64_t k = w.dim(1);
+  std::vector<float> xr(x, x + m * k);
+  round_bf16(xr);
+  std::vector<float> wf = widen(w);
+  if (round_w) round_bf16(wf);
+  matmul_f32(xr.data(), m, wf.data(), w.dim(0), k, bias, y);
+}
+
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float sum = 0;
+    for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
+    float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i) y[r * dim + i] = xr[i] * inv * weight[i];
+  }
+}
+
+void rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads,
+          int64_t head_dim, const float* inv_freq, RopeStyle style) {
+  int64_t half = head_dim / 2;
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    for (int64_t h = 0; h < num_heads; ++h) {
+      float* xh = x + (t * num_heads + h) * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        float angle = static_cast<float>(positions[t]) * inv_freq[i];
+        float c = std::cos(angle), s = std::sin(angle);
+        int64_t a = style == RopeStyle::kNeox ? i : 2 * i;
+        int64_t b = style == RopeStyle::kNeox ? i + half : 2 * i + 1;
+        float x0 = xh[a], x1 = xh[b];
+        xh[a] = x0 * c - x1 * s;
+        xh[b] = x1 * c + x0 * s;
+      }
+    }
+  }
+}
+
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float mx = *std::max_element(x, x + n);
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  for (int64_t i = 0; i < n; ++i) x[i] /= sum;
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void attention(const float* q, const float* k, const float* v, const AttentionShape& s,
+               float* out) {
+  int64_t group = s.num_heads / s.num_kv_heads;
+  int64_t d = s.head_dim;
+  std::vector<float> scores(static_cast<size_t>(s.start_pos + s.num_tokens));
+  for (int64_t t = 0; t < s.num_tokens; ++t) {
+    int64_t p = s.start_pos + t;
+    int64_t lo = s.sliding_window > 0 ? std::max<int64_t>(0, p - s.sliding_window + 1) : 0;
+    for (int64_t h = 0; h < s.num_heads; ++h) {
+      int64_t kvh = h / group;
+      const float* qh = q + (t * s.num_heads + h) * d;
+      for (int64_t j = lo; j <= p; ++j) {
+        const float* kj = k + (j * s.num_kv_heads + kvh) * d;
+        float dot = 0;
+        for (int64_t i = 0; i < d; ++i) dot += qh[i] * kj[i];
+        scores[j - lo] = dot * s.scale;
+      }
+      softmax(scores.data(), p - lo + 1);
+      float* oh = out + (t * s.num_heads + h) * d;
+      for (int64_t i = 0; i < d; ++i) oh[i] = 0;
+      for (int64_t j = lo; j <= p; ++j) {
+        const float* vj = v + (j * s.num_kv_heads + kvh) * d;
+        for (int64_t i = 0; i < d; ++i) oh[i] += scores[j - lo] * vj[i];
+      }
+    }
+  }
+}
+
+}  // namespace strata::ops::reference

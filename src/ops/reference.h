@@ -1,0 +1,34 @@
+// Plain scalar reference implementations of every op in ops/ops.h. They are
+// the specification the optimized kernels (ops/cpu) are tested against:
+// straightforward loops, f32 math (double accumulation for matmul), no
+// threading. Slow; never used on the serving path.
+//
+// Threading: pure functions of their arguments; safe from any thread.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/ops.h"
+#include "tensor/tensor_view.h"
+
+namespace strata::ops::reference {
+
+// y[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]); w is any weight dtype (F32, F16,
+// BF16, Q8_0), widened exactly to f32; sums in double.
+void matmul(const float* x, int64_t m, const tensor::TensorView& w, const float* bias, float* y);
+
+// Same as matmul but x (and, if round_w, the widened weights) are first
+// rounded to bf16 (round-to-nearest-even): the numerics of the bf16 kernels.
+void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
+                         bool round_w, float* y);
+
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y);
+void rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads,
+          int64_t head_dim, const float* inv_freq, RopeStyle style);
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void softmax(float* x, int64_t n);
+void add_inplace(float* y, const float* x, int64_t n);
+void attention(const float* q, const float* k, const float* v, const AttentionShape& shape,
+               float* out);
+
+}  // namespace strata::ops::reference
