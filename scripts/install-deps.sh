@@ -13,7 +13,7 @@ PACKAGES=(
   libdnnl-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
   # numerical reference and test tooling (run with /usr/bin/python3)
-  python3 python3-numpy python3-torch python3-jinja2 python3-yaml
+  python3 python3-numpy python3-torch python3-jinja2 python3-yaml python3-prometheus-client curl
   # node for the npm-based oracles and API tests
   nodejs
 )

@@ -8,6 +8,7 @@
 namespace strata::app {
 
 int run_generate(const std::vector<std::string>& args);
+int run_serve(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 
 // The bundled default model directory (models/ in the source tree), or "" when

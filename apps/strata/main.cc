@@ -14,6 +14,7 @@ void print_usage() {
                "usage: strata COMMAND [flags]\n\n"
                "commands:\n"
                "  generate   generate a continuation of one prompt (--help for flags)\n"
+               "  serve      OpenAI/vLLM-compatible HTTP server (--help for flags)\n"
                "  bench      benchmarks: `strata bench throughput` (offline engine throughput)\n"
                "  version    print the version\n");
 }
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "generate") return strata::app::run_generate(args);
+  if (command == "serve") return strata::app::run_serve(args);
   if (command == "bench") return strata::app::run_bench(args);
   if (command == "version" || command == "--version") {
     std::printf("strata %s\n", STRATA_VERSION);

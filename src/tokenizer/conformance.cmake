@@ -25,7 +25,13 @@ set_tests_properties(tokenizer_conformance_test PROPERTIES
 
 if(STRATA_NODE_EXECUTABLE)
   set(_extra_args "")
-  foreach(entry IN LISTS STRATA_TOKENIZER_CONFORMANCE_EXTRA)
+  set(_extra_entries ${STRATA_TOKENIZER_CONFORMANCE_EXTRA})
+  # The bundled model's tokenizer is always part of the conformance set.
+  set(_bundled ${PROJECT_SOURCE_DIR}/models/strata-tiny/tokenizer.json)
+  if(EXISTS ${_bundled})
+    list(APPEND _extra_entries strata-tiny=${_bundled})
+  endif()
+  foreach(entry IN LISTS _extra_entries)
     list(APPEND _extra_args --extra ${entry})
   endforeach()
   add_test(NAME tokenizer_conformance_generate

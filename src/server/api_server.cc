@@ -1,0 +1,195 @@
+#include "server/api_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "base/log.h"
+#include "server/handlers.h"
+#include "server/json_writer.h"
+
+namespace strata::server {
+namespace {
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ApiServer>> ApiServer::create(ServerContext ctx,
+                                                       const HttpServerOptions& http) {
+  std::unique_ptr<ApiServer> server(new ApiServer(std::move(ctx)));
+  ApiServer* self = server.get();
+  StatusOr<std::unique_ptr<HttpServer>> created =
+      HttpServer::create(http, [self](HttpRequest req, std::shared_ptr<HttpResponder> responder) {
+        self->route(std::move(req), std::move(responder));
+      });
+  if (!created.ok()) return created.status();
+  server->http_ = std::move(*created);
+  server->ctx_.http = server->http_.get();
+  return server;
+}
+
+void ApiServer::run() {
+  http_->on_signal([this](int sig) { begin_shutdown(sig); });
+  if (ctx_.config.log_stats_interval_s > 0) log_stats(ctx_.engine->stats(), now_ms());
+  http_->run();
+}
+
+// The line operators grep in vLLM logs, printed only while there is work.
+void ApiServer::log_stats(engine::EngineStats last, int64_t last_ms) {
+  engine::EngineStats s = ctx_.engine->stats();
+  const int64_t t = now_ms();
+  const double dt = std::max<int64_t>(1, t - last_ms) / 1000.0;
+  const bool busy = s.num_running > 0 || s.num_waiting > 0 ||
+                    s.num_generation_tokens != last.num_generation_tokens ||
+                    s.num_prompt_tokens_computed != last.num_prompt_tokens_computed;
+  if (busy && last_ms > 0) {
+    const int64_t queries = s.prefix_cache_queries - last.prefix_cache_queries;
+    const int64_t hits = s.prefix_cache_hits - last.prefix_cache_hits;
+    char line[320];
+    std::snprintf(line, sizeof(line),
+                  "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: "
+                  "%.1f tokens/s, Running: %lld reqs, Waiting: %lld reqs, GPU KV cache usage: "
+                  "%.1f%%, Prefix cache hit rate: %.1f%%",
+                  (s.num_prompt_tokens_computed - last.num_prompt_tokens_computed) / dt,
+                  (s.num_generation_tokens - last.num_generation_tokens) / dt,
+                  static_cast<long long>(s.num_running), static_cast<long long>(s.num_waiting),
+                  100.0 * s.kv_cache_usage, queries > 0 ? 100.0 * hits / queries : 0.0);
+    STRATA_LOG(kInfo) << line;
+  }
+  http_->post_after(ctx_.config.log_stats_interval_s * 1000, [this, s, t] { log_stats(s, t); });
+}
+
+bool ApiServer::authorized(const HttpRequest& req) const {
+  if (ctx_.config.api_keys.empty()) return true;
+  const std::string& h = req.authorization;
+  if (h.size() < 7) return false;
+  std::string scheme = h.substr(0, 7);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "bearer ") return false;
+  std::string key = h.substr(7);
+  bool ok = false;
+  for (const std::string& k : ctx_.config.api_keys) ok |= constant_time_equal(key, k);
+  return ok;
+}
+
+void ApiServer::route(HttpRequest req, std::shared_ptr<HttpResponder> responder) {
+  const std::string& p = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  const bool post = req.method == "POST";
+  if (p.rfind("/v1/", 0) == 0 && !authorized(req)) {
+    return reply_error(*responder, ApiError::unauthorized());
+  }
+  if (post && p == "/v1/completions") return handle_completions(ctx_, req, responder);
+  if (post && p == "/v1/chat/completions") return handle_chat_completions(ctx_, req, responder);
+  if (get && p == "/v1/models") return handle_models(*responder);
+  if (post && p == "/tokenize") return handle_tokenize(ctx_, req, responder);
+  if (post && p == "/detokenize") return handle_detokenize(ctx_, req, responder);
+  if ((get || post) && (p == "/health" || p == "/ping")) {
+    return responder->reply(ctx_.engine->is_healthy() ? 200 : 503, "application/json", "");
+  }
+  if (get && p == "/version") {
+    return responder->reply(
+        200, "application/json",
+        JsonWriter().begin_object().key("version").value(ctx_.config.version).end_object().take());
+  }
+  if (get && p == "/load") {
+    return responder->reply(200, "application/json",
+                            JsonWriter()
+                                .begin_object()
+                                .key("server_load")
+                                .value(ctx_.num_in_flight)
+                                .end_object()
+                                .take());
+  }
+  if (get && p == "/metrics") {
+    return responder->reply(200, "text/plain; version=0.0.4; charset=utf-8",
+                            ctx_.metrics->render(ctx_.engine->stats()));
+  }
+  if (post && p == "/reset_prefix_cache") return handle_reset_prefix_cache(responder);
+  static const char* const kRoutes[] = {"/v1/completions",
+                                        "/v1/chat/completions",
+                                        "/v1/models",
+                                        "/tokenize",
+                                        "/detokenize",
+                                        "/health",
+                                        "/ping",
+                                        "/version",
+                                        "/load",
+                                        "/metrics",
+                                        "/reset_prefix_cache"};
+  for (const char* route : kRoutes) {
+    if (p == route) {
+      return reply_error(*responder, ApiError{405, "Method Not Allowed", "", ""});
+    }
+  }
+  reply_error(*responder, ApiError::not_found("Not Found: " + req.method + " " + p));
+}
+
+void ApiServer::handle_models(HttpResponder& responder) {
+  JsonWriter w;
+  w.begin_object().key("object").value("list").key("data").begin_array();
+  for (const std::string& name : ctx_.config.served_model_names) {
+    w.begin_object();
+    w.key("id").value(name).key("object").value("model");
+    w.key("created").value(ctx_.config.created).key("owned_by").value("vllm");
+    w.key("root").value(ctx_.config.model_root).key("parent").null();
+    w.key("max_model_len").value(ctx_.config.max_model_len);
+    w.key("permission").begin_array().end_array();
+    w.end_object();
+  }
+  w.end_array().end_object();
+  responder.reply(200, "application/json", w.take());
+}
+
+// The engine answers between steps; wait for it off the I/O thread.
+void ApiServer::handle_reset_prefix_cache(std::shared_ptr<HttpResponder> responder) {
+  engine::Engine* engine = ctx_.engine;
+  HttpServer* http = http_.get();
+  std::thread([engine, http, responder] {
+    bool ok = engine->reset_prefix_cache();
+    http->post([ok, responder] {
+      if (ok) return responder->reply(200, "application/json", "");
+      reply_error(*responder,
+                  ApiError::unavailable("the prefix cache cannot be reset while requests hold KV "
+                                        "blocks; retry when the server is idle"));
+    });
+  }).detach();
+}
+
+void ApiServer::begin_shutdown(int signal) {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  STRATA_LOG(kInfo) << "signal " << signal << ": stopping; waiting up to "
+                    << ctx_.config.shutdown_grace_s << " s for " << ctx_.num_in_flight
+                    << " in-flight requests";
+  http_->stop_accepting();
+  http_->on_signal([this](int) { http_->stop(); });  // a second signal stops at once
+  poll_shutdown(now_ms() + ctx_.config.shutdown_grace_s * 1000);
+}
+
+void ApiServer::poll_shutdown(int64_t deadline_ms) {
+  if (ctx_.num_in_flight == 0 || now_ms() >= deadline_ms) {
+    if (ctx_.num_in_flight > 0) {
+      STRATA_LOG(kWarning) << "aborting " << ctx_.num_in_flight << " requests at shutdown";
+    }
+    // Let the last answers flush before stopping the I/O loop.
+    http_->post_after(50, [this] { http_->stop(); });
+    return;
+  }
+  http_->post_after(50, [this, deadline_ms] { poll_shutdown(deadline_ms); });
+}
+
+}  // namespace strata::server

@@ -1,0 +1,394 @@
+#include "server/http_server.h"
+
+// Before Boost 1.74's asio headers: awaitable.hpp uses std::exchange.
+// clang-format off
+#include <utility>
+// clang-format on
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+
+#include "base/log.h"
+
+namespace strata::server {
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+namespace {
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
+  }
+}
+
+std::string status_line(int status) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
+}
+
+std::string chunk(const std::string& data) {
+  char size[20];
+  int n = std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  std::string out(size, static_cast<size_t>(n));
+  out.append(data).append("\r\n");
+  return out;
+}
+
+class Session;
+
+// The answer channel of one request on a Session.
+class SessionResponder : public HttpResponder {
+ public:
+  SessionResponder(std::shared_ptr<Session> session, uint64_t seq)
+      : session_(std::move(session)), seq_(seq) {}
+  void reply(int status, std::string_view content_type, std::string body) override;
+  void begin_stream(std::string_view content_type) override;
+  void write(std::string data) override;
+  void end_stream() override;
+  void on_disconnect(std::function<void()> callback) override;
+  bool is_open() const override;
+
+ private:
+  std::shared_ptr<Session> session_;
+  uint64_t seq_;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpServerOptions& options, const HttpHandler& handler)
+      : stream_(std::move(socket)), options_(options), handler_(handler) {}
+
+  void start() { do_read(); }
+
+  // Responder operations, valid for the current request `seq` only.
+  bool is_current(uint64_t seq) const { return seq == seq_ && !response_done_ && !closed_; }
+  void reply(uint64_t seq, int status, std::string_view content_type, std::string body);
+  void begin_stream(uint64_t seq, std::string_view content_type);
+  void write(uint64_t seq, std::string data) {
+    if (is_current(seq) && streaming_) enqueue(chunk(data));
+  }
+  void end_stream(uint64_t seq);
+  void set_disconnect(uint64_t seq, std::function<void()> cb) {
+    if (is_current(seq)) on_disconnect_ = std::move(cb);
+  }
+
+ private:
+  void do_read();
+  void on_header(beast::error_code ec, size_t bytes);
+  void read_body();
+  void on_read(beast::error_code ec, size_t bytes);
+  void reply_too_large();
+  void dispatch();
+  void start_watch();
+  void on_watch(beast::error_code ec, size_t bytes);
+  void enqueue(std::string bytes);
+  void flush();
+  void on_write(beast::error_code ec, size_t bytes);
+  void finish_response();
+  void client_gone();
+  void close();
+
+  beast::tcp_stream stream_;
+  const HttpServerOptions& options_;
+  const HttpHandler& handler_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  uint64_t seq_ = 0;
+  bool keep_alive_ = true;
+  bool is_head_ = false;  // HEAD: headers only
+  bool response_done_ = true;
+  bool streaming_ = false;
+  bool closed_ = false;
+  bool watching_ = false;
+  bool want_next_read_ = false;
+  bool close_after_write_ = false;
+  std::function<void()> on_disconnect_;
+  std::deque<std::string> queue_;
+  std::string writing_;
+  bool write_in_flight_ = false;
+};
+
+void Session::do_read() {
+  parser_.emplace();
+  parser_->body_limit(static_cast<uint64_t>(options_.max_body_bytes));
+  parser_->header_limit(64 * 1024);
+  stream_.expires_after(std::chrono::seconds(options_.idle_timeout_s));
+  http::async_read_header(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&Session::on_header, shared_from_this()));
+}
+
+// curl sends `Expect: 100-continue` with larger bodies and waits a second
+// for the interim answer unless it gets one.
+void Session::on_header(beast::error_code ec, size_t) {
+  if (ec == http::error::body_limit) return reply_too_large();
+  if (ec) return close();
+  if (!beast::iequals(parser_->get()[http::field::expect], "100-continue")) return read_body();
+  static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  net::async_write(stream_, net::buffer(kContinue),
+                   [self = shared_from_this()](beast::error_code ec, size_t) {
+                     if (ec) return self->close();
+                     self->read_body();
+                   });
+}
+
+void Session::read_body() {
+  http::async_read(stream_, buffer_, *parser_,
+                   beast::bind_front_handler(&Session::on_read, shared_from_this()));
+}
+
+void Session::reply_too_large() {
+  ++seq_;
+  response_done_ = false;
+  keep_alive_ = false;
+  reply(seq_, 413, "application/json",
+        R"({"error":{"message":"request body exceeds )" + std::to_string(options_.max_body_bytes) +
+            R"( bytes","type":"RequestEntityTooLargeError","param":null,"code":413}})");
+}
+
+void Session::on_read(beast::error_code ec, size_t) {
+  if (ec == http::error::body_limit) return reply_too_large();
+  if (ec) return close();
+  dispatch();
+}
+
+void Session::dispatch() {
+  http::request<http::string_body> msg = parser_->release();
+  HttpRequest req;
+  req.method = std::string(msg.method_string());
+  std::string_view target(msg.target().data(), msg.target().size());
+  size_t q = target.find('?');
+  req.path = std::string(target.substr(0, q));
+  if (q != std::string_view::npos) req.query = std::string(target.substr(q + 1));
+  req.authorization = std::string(msg[http::field::authorization]);
+  req.request_id = std::string(msg["x-request-id"]);
+  req.body = std::move(msg.body());
+  keep_alive_ = msg.keep_alive();
+  is_head_ = msg.method() == http::verb::head;
+  ++seq_;
+  response_done_ = false;
+  streaming_ = false;
+  on_disconnect_ = nullptr;
+  stream_.expires_never();
+  handler_(std::move(req), std::make_shared<SessionResponder>(shared_from_this(), seq_));
+  if (!response_done_ && !closed_ && !watching_) start_watch();
+}
+
+// Reads while an answer is pending, to notice a client that goes away.
+// Bytes that arrive (a pipelined request) stay in buffer_ for do_read().
+void Session::start_watch() {
+  if (buffer_.size() > 64 * 1024) return;
+  watching_ = true;
+  stream_.async_read_some(buffer_.prepare(4096),
+                          beast::bind_front_handler(&Session::on_watch, shared_from_this()));
+}
+
+void Session::on_watch(beast::error_code ec, size_t bytes) {
+  watching_ = false;
+  if (!ec) buffer_.commit(bytes);
+  if (ec && ec != net::error::operation_aborted) return client_gone();
+  if (response_done_) {
+    if (want_next_read_) {
+      want_next_read_ = false;
+      do_read();
+    }
+    return;
+  }
+  if (!ec) start_watch();
+}
+
+void Session::reply(uint64_t seq, int status, std::string_view content_type, std::string body) {
+  if (!is_current(seq) || streaming_) return;
+  std::string head = status_line(status);
+  head.append("content-type: ").append(content_type).append("\r\n");
+  head.append("content-length: ").append(std::to_string(body.size())).append("\r\n");
+  head.append(keep_alive_ ? "connection: keep-alive\r\n" : "connection: close\r\n");
+  head.append("server: strata\r\n\r\n");
+  if (!is_head_) head.append(body);
+  enqueue(std::move(head));
+  finish_response();
+}
+
+void Session::begin_stream(uint64_t seq, std::string_view content_type) {
+  if (!is_current(seq) || streaming_) return;
+  streaming_ = true;
+  std::string head = status_line(200);
+  head.append("content-type: ").append(content_type).append("\r\n");
+  head.append("cache-control: no-cache\r\ntransfer-encoding: chunked\r\n");
+  head.append(keep_alive_ ? "connection: keep-alive\r\n" : "connection: close\r\n");
+  head.append("server: strata\r\n\r\n");
+  enqueue(std::move(head));
+}
+
+void Session::end_stream(uint64_t seq) {
+  if (!is_current(seq) || !streaming_) return;
+  enqueue("0\r\n\r\n");
+  finish_response();
+}
+
+void Session::finish_response() {
+  response_done_ = true;
+  on_disconnect_ = nullptr;
+  if (!keep_alive_) close_after_write_ = true;
+  if (!write_in_flight_ && queue_.empty()) on_write({}, 0);
+}
+
+void Session::enqueue(std::string bytes) {
+  queue_.push_back(std::move(bytes));
+  if (!write_in_flight_) flush();
+}
+
+void Session::flush() {
+  writing_.clear();
+  while (!queue_.empty()) {
+    writing_.append(queue_.front());
+    queue_.pop_front();
+  }
+  write_in_flight_ = true;
+  net::async_write(stream_, net::buffer(writing_),
+                   beast::bind_front_handler(&Session::on_write, shared_from_this()));
+}
+
+void Session::on_write(beast::error_code ec, size_t) {
+  write_in_flight_ = false;
+  if (ec) return client_gone();
+  if (!queue_.empty()) return flush();
+  if (!response_done_ || closed_) return;
+  if (close_after_write_) return close();
+  // The answer is out: read the next request once the watch read is cancelled.
+  if (watching_) {
+    want_next_read_ = true;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
+  } else {
+    do_read();
+  }
+}
+
+void Session::client_gone() {
+  if (closed_) return;
+  std::function<void()> cb = std::move(on_disconnect_);
+  on_disconnect_ = nullptr;
+  close();
+  if (cb && !response_done_) cb();
+}
+
+void Session::close() {
+  if (closed_) return;
+  closed_ = true;
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+  stream_.socket().close(ec);
+}
+
+void SessionResponder::reply(int status, std::string_view content_type, std::string body) {
+  session_->reply(seq_, status, content_type, std::move(body));
+}
+void SessionResponder::begin_stream(std::string_view content_type) {
+  session_->begin_stream(seq_, content_type);
+}
+void SessionResponder::write(std::string data) { session_->write(seq_, std::move(data)); }
+void SessionResponder::end_stream() { session_->end_stream(seq_); }
+void SessionResponder::on_disconnect(std::function<void()> callback) {
+  session_->set_disconnect(seq_, std::move(callback));
+}
+bool SessionResponder::is_open() const { return session_->is_current(seq_); }
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  HttpHandler handler;
+  net::io_context io{1};
+  tcp::acceptor acceptor{io};
+  net::signal_set signals{io};
+  bool accepting = true;
+
+  void accept() {
+    acceptor.async_accept(net::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+      if (!accepting) return;
+      if (!ec) {
+        socket.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(socket), options, handler)->start();
+      }
+      accept();
+    });
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() = default;
+
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::create(const HttpServerOptions& options,
+                                                         HttpHandler handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->handler = std::move(handler);
+  beast::error_code ec;
+  net::ip::address address = net::ip::make_address(options.host, ec);
+  if (ec) return invalid_argument("--host '" + options.host + "' is not an IP address");
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
+  auto& acc = impl->acceptor;
+  if (!acc.open(endpoint.protocol(), ec) &&
+      !acc.set_option(net::socket_base::reuse_address(true), ec) && !acc.bind(endpoint, ec) &&
+      !acc.listen(net::socket_base::max_listen_connections, ec)) {
+    impl->accept();
+    return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+  }
+  return unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) +
+                     ": " + ec.message());
+}
+
+int HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void HttpServer::run() { impl_->io.run(); }
+
+void HttpServer::stop_accepting() {
+  net::post(impl_->io, [impl = impl_.get()] {
+    impl->accepting = false;
+    beast::error_code ec;
+    impl->acceptor.close(ec);
+  });
+}
+
+void HttpServer::stop() { impl_->io.stop(); }
+
+void HttpServer::post(std::function<void()> fn) { net::post(impl_->io, std::move(fn)); }
+
+void HttpServer::post_after(int delay_ms, std::function<void()> fn) {
+  auto timer = std::make_shared<net::steady_timer>(impl_->io);
+  timer->expires_after(std::chrono::milliseconds(delay_ms));
+  timer->async_wait([timer, fn = std::move(fn)](beast::error_code) { fn(); });
+}
+
+void HttpServer::on_signal(std::function<void(int)> fn) {
+  impl_->signals.add(SIGINT);
+  impl_->signals.add(SIGTERM);
+  impl_->signals.async_wait([fn = std::move(fn)](beast::error_code ec, int sig) {
+    if (!ec) fn(sig);
+  });
+}
+
+}  // namespace strata::server

@@ -1,0 +1,178 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+
+#include "server/json_writer.h"
+
+namespace strata::server {
+namespace {
+
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kLatencyBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                             5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                             60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+const char* const kFinishReasons[] = {"abort", "error", "length", "repetition", "stop"};
+
+// Prometheus label values escape \, " and newline.
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out.append("\\n");
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Prometheus numbers: Go's float formatting; json_number is compatible.
+std::string num(double v) { return json_number(v); }
+
+void header(std::string* out, const std::string& name, const char* type, const std::string& help) {
+  out->append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out->append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin();
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+std::vector<double> build_1_2_5_buckets(int64_t max) {
+  std::vector<double> out;
+  for (int64_t scale = 1; scale <= max; scale *= 10) {
+    for (int64_t m : {1, 2, 5}) {
+      if (m * scale <= max) out.push_back(static_cast<double>(m * scale));
+    }
+  }
+  return out;
+}
+
+Metrics::Metrics(std::string model_name, int64_t max_model_len, CacheConfigInfo cache)
+    : model_name_(std::move(model_name)),
+      cache_(cache),
+      ttft_(kTtftBuckets),
+      itl_(kItlBuckets),
+      e2e_(kLatencyBuckets),
+      prompt_len_(build_1_2_5_buckets(max_model_len)),
+      generation_len_(build_1_2_5_buckets(max_model_len)) {
+  for (const char* r : kFinishReasons) finished_[r] = 0;
+}
+
+void Metrics::record_finished(const std::string& reason, int64_t prompt_tokens,
+                              int64_t generation_tokens, double e2e_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++finished_[reason];
+  e2e_.observe(e2e_seconds);
+  prompt_len_.observe(static_cast<double>(prompt_tokens));
+  generation_len_.observe(static_cast<double>(generation_tokens));
+}
+
+void Metrics::record_first_token(double ttft_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ttft_.observe(ttft_seconds);
+}
+
+void Metrics::record_inter_token(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  itl_.observe(seconds);
+}
+
+void Metrics::add_generation_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  generation_tokens_ += n;
+}
+
+void Metrics::add_prompt_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  prompt_tokens_ += n;
+}
+
+std::string Metrics::labels(const std::string& extra) const {
+  std::string out = "{model_name=\"" + escape_label(model_name_) + "\",engine=\"0\"";
+  if (!extra.empty()) out += "," + extra;
+  return out + "}";
+}
+
+void Metrics::render_histogram(std::string* out, const std::string& name, const std::string& help,
+                               const Histogram& h) const {
+  header(out, name, "histogram", help);
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < h.bounds().size(); ++i) {
+    cumulative += h.counts()[i];
+    out->append(name + "_bucket" + labels("le=\"" + num(h.bounds()[i]) + "\"") + " " +
+                std::to_string(cumulative) + "\n");
+  }
+  out->append(name + "_bucket" + labels("le=\"+Inf\"") + " " + std::to_string(h.count()) + "\n");
+  out->append(name + "_count" + labels() + " " + std::to_string(h.count()) + "\n");
+  out->append(name + "_sum" + labels() + " " + num(h.sum()) + "\n");
+}
+
+std::string Metrics::render(const engine::EngineStats& s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, double v) {
+    header(&out, name, "gauge", help);
+    out.append(std::string(name) + labels() + " " + num(v) + "\n");
+  };
+  auto counter = [&](const char* name, const char* help, double v) {
+    // The Python client's text format names counters with _total in HELP/TYPE too.
+    header(&out, std::string(name) + "_total", "counter", help);
+    out.append(std::string(name) + "_total" + labels() + " " + num(v) + "\n");
+  };
+  gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+        static_cast<double>(s.num_running));
+  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+        static_cast<double>(s.num_waiting));
+  gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
+  counter("vllm:prefix_cache_queries",
+          "Prefix cache queries, in terms of number of queried tokens.",
+          static_cast<double>(s.prefix_cache_queries));
+  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          static_cast<double>(s.prefix_cache_hits));
+  counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
+          static_cast<double>(s.num_preemptions));
+  counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
+          static_cast<double>(prompt_tokens_));
+  counter("vllm:generation_tokens", "Number of generation tokens processed.",
+          static_cast<double>(generation_tokens_));
+  header(&out, "vllm:request_success_total", "counter",
+         "Count of successfully processed requests.");
+  for (const auto& [reason, n] : finished_) {
+    out.append("vllm:request_success_total" + labels("finished_reason=\"" + reason + "\"") + " " +
+               num(static_cast<double>(n)) + "\n");
+  }
+  header(&out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  out.append("vllm:cache_config_info{block_size=\"" + std::to_string(cache_.block_size) +
+             "\",cache_dtype=\"auto\",enable_prefix_caching=\"" +
+             (cache_.enable_prefix_caching ? "True" : "False") + "\",engine=\"0\"" +
+             ",gpu_memory_utilization=\"" + num(cache_.gpu_memory_utilization) +
+             "\",num_cpu_blocks=\"0\",num_gpu_blocks=\"" + std::to_string(cache_.num_gpu_blocks) +
+             "\"} 1.0\n");
+  render_histogram(&out, "vllm:time_to_first_token_seconds",
+                   "Histogram of time to first token in seconds.", ttft_);
+  render_histogram(&out, "vllm:inter_token_latency_seconds",
+                   "Histogram of inter-token latency in seconds.", itl_);
+  render_histogram(&out, "vllm:e2e_request_latency_seconds",
+                   "Histogram of e2e request latency in seconds.", e2e_);
+  render_histogram(&out, "vllm:request_prompt_tokens", "Number of prefill tokens processed.",
+                   prompt_len_);
+  render_histogram(&out, "vllm:request_generation_tokens", "Number of generation tokens processed.",
+                   generation_len_);
+  return out;
+}
+
+}  // namespace strata::server

@@ -1,0 +1,88 @@
+// Prometheus text exposition (format 0.0.4) of the vLLM V1 metric set, so
+// dashboards, autoscalers and `vllm bench` read Strata unchanged. Every series
+// carries model_name="<first served name>" and engine="0".
+//
+//   gauges     vllm:num_requests_running, vllm:num_requests_waiting,
+//              vllm:kv_cache_usage_perc (0..1), vllm:cache_config_info
+//   counters   vllm:prefix_cache_queries, vllm:prefix_cache_hits,
+//              vllm:num_preemptions (engine snapshot);
+//              vllm:prompt_tokens, vllm:generation_tokens,
+//              vllm:request_success{finished_reason} (server side)
+//              named with the _total suffix (as prometheus_client writes them)
+//   histograms vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
+//              vllm:e2e_request_latency_seconds, vllm:request_prompt_tokens,
+//              vllm:request_generation_tokens (vLLM's buckets)
+//
+// Thread-safety: record_* and render are called on the server's I/O thread;
+// a mutex makes them safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine_core.h"
+
+namespace strata::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  const std::vector<double>& bounds() const { return bounds_; }
+  const std::vector<int64_t>& counts() const { return counts_; }  // per bucket, not cumulative
+  double sum() const { return sum_; }
+  int64_t count() const { return count_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<int64_t> counts_;  // [bounds.size() + 1], last = above every bound
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
+
+struct CacheConfigInfo {
+  int64_t block_size = 16;
+  int64_t num_gpu_blocks = 0;
+  bool enable_prefix_caching = true;
+  double gpu_memory_utilization = 0.9;
+};
+
+class Metrics {
+ public:
+  Metrics(std::string model_name, int64_t max_model_len, CacheConfigInfo cache);
+
+  // A request (one choice) finished: reason is stop|length|abort|error.
+  void record_finished(const std::string& reason, int64_t prompt_tokens, int64_t generation_tokens,
+                       double e2e_seconds);
+  void record_first_token(double ttft_seconds);
+  void record_inter_token(double seconds);
+  void add_generation_tokens(int64_t n);
+  void add_prompt_tokens(int64_t n);
+
+  std::string render(const engine::EngineStats& stats) const;
+
+ private:
+  std::string labels(const std::string& extra = "") const;
+  void render_histogram(std::string* out, const std::string& name, const std::string& help,
+                        const Histogram& h) const;
+
+  std::string model_name_;
+  CacheConfigInfo cache_;
+  mutable std::mutex mu_;
+  int64_t prompt_tokens_ = 0;
+  int64_t generation_tokens_ = 0;
+  std::map<std::string, int64_t> finished_;  // finished_reason -> count
+  Histogram ttft_;
+  Histogram itl_;
+  Histogram e2e_;
+  Histogram prompt_len_;
+  Histogram generation_len_;
+};
+
+// vLLM's 1-2-5 buckets up to `max`: 1, 2, 5, 10, 20, 50, ... <= max.
+std::vector<double> build_1_2_5_buckets(int64_t max);
+
+}  // namespace strata::server

@@ -1,0 +1,69 @@
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace strata::server {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(Metrics, NamesLabelsAndCounters) {
+  Metrics m("my-model", 100, CacheConfigInfo{16, 64, true, 0.9});
+  m.add_prompt_tokens(7);
+  m.add_generation_tokens(3);
+  m.record_first_token(0.015);
+  m.record_inter_token(0.02);
+  m.record_finished("stop", 7, 3, 0.4);
+  engine::EngineStats s;
+  s.num_running = 2;
+  s.num_waiting = 1;
+  s.kv_cache_usage = 0.25;
+  s.prefix_cache_queries = 10;
+  s.prefix_cache_hits = 4;
+  std::string text = m.render(s);
+  const std::string l = "{model_name=\"my-model\",engine=\"0\"}";
+  EXPECT_TRUE(contains(text, "# TYPE vllm:num_requests_running gauge\n"));
+  EXPECT_TRUE(contains(text, "vllm:num_requests_running" + l + " 2.0\n"));
+  EXPECT_TRUE(contains(text, "vllm:num_requests_waiting" + l + " 1.0\n"));
+  EXPECT_TRUE(contains(text, "vllm:kv_cache_usage_perc" + l + " 0.25\n"));
+  EXPECT_TRUE(contains(text, "# TYPE vllm:prefix_cache_queries_total counter\n"));
+  EXPECT_TRUE(contains(text, "vllm:prefix_cache_queries_total" + l + " 10.0\n"));
+  EXPECT_TRUE(contains(text, "vllm:prefix_cache_hits_total" + l + " 4.0\n"));
+  EXPECT_TRUE(contains(text, "vllm:prompt_tokens_total" + l + " 7.0\n"));
+  EXPECT_TRUE(contains(text, "vllm:generation_tokens_total" + l + " 3.0\n"));
+  EXPECT_TRUE(contains(text,
+                       "vllm:request_success_total{model_name=\"my-model\",engine=\"0\",finished_"
+                       "reason=\"stop\"} 1.0\n"));
+  EXPECT_TRUE(contains(text,
+                       "vllm:request_success_total{model_name=\"my-model\",engine=\"0\",finished_"
+                       "reason=\"abort\"} 0.0\n"));
+  EXPECT_TRUE(contains(text, "vllm:num_preemptions_total" + l + " 0.0\n"));
+}
+
+TEST(Metrics, HistogramBucketsAreCumulativeWithVllmBounds) {
+  Metrics m("m", 100, CacheConfigInfo{});
+  m.record_first_token(0.015);
+  m.record_first_token(3.0);
+  std::string text = m.render(engine::EngineStats{});
+  const std::string p = "vllm:time_to_first_token_seconds_bucket{model_name=\"m\",engine=\"0\",";
+  EXPECT_TRUE(contains(text, p + "le=\"0.001\"} 0\n"));
+  EXPECT_TRUE(contains(text, p + "le=\"0.02\"} 1\n"));
+  EXPECT_TRUE(contains(text, p + "le=\"2560.0\"} 2\n"));
+  EXPECT_TRUE(contains(text, p + "le=\"+Inf\"} 2\n"));
+  EXPECT_TRUE(
+      contains(text, "vllm:time_to_first_token_seconds_count{model_name=\"m\",engine=\"0\"} 2\n"));
+  EXPECT_TRUE(contains(text, "# TYPE vllm:inter_token_latency_seconds histogram\n"));
+  EXPECT_TRUE(contains(
+      text,
+      "vllm:e2e_request_latency_seconds_bucket{model_name=\"m\",engine=\"0\",le=\"7680.0\"} 0\n"));
+}
+
+TEST(Metrics, OneTwoFiveBuckets) {
+  EXPECT_EQ(build_1_2_5_buckets(100), (std::vector<double>{1, 2, 5, 10, 20, 50, 100}));
+  EXPECT_EQ(build_1_2_5_buckets(30), (std::vector<double>{1, 2, 5, 10, 20}));
+}
+
+}  // namespace
+}  // namespace strata::server

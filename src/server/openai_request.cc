@@ -1,0 +1,339 @@
+#include "server/openai_request.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "server/request_json.h"
+
+namespace strata::server {
+namespace {
+
+ApiError range_error(std::string_view name, const std::string& what) {
+  return ApiError::bad_request(std::string(name) + " " + what, std::string(name));
+}
+
+void check_range(FieldReader& f, std::string_view name, const std::optional<double>& v, double lo,
+                 double hi, const char* what) {
+  if (v && (*v < lo || *v > hi)) f.fail(range_error(name, what));
+}
+
+void read_logit_bias(FieldReader& f, SamplingFields& s) {
+  auto obj = f.object("logit_bias");
+  if (!obj) return;
+  for (simdjson::dom::key_value_pair kv : *obj) {
+    int32_t id = -1;
+    auto [ptr, ec] = std::from_chars(kv.key.data(), kv.key.data() + kv.key.size(), id);
+    double bias = 0;
+    if (ec != std::errc() || ptr != kv.key.data() + kv.key.size() || id < 0 ||
+        kv.value.get_double().get(bias) != simdjson::SUCCESS) {
+      f.fail(
+          ApiError::bad_request("logit_bias must map token ids (as strings) to numbers; got key '" +
+                                    std::string(kv.key) + "'",
+                                "logit_bias"));
+      return;
+    }
+    s.logit_bias.emplace_back(id, static_cast<float>(std::clamp(bias, -100.0, 100.0)));
+  }
+}
+
+void read_stream_options(FieldReader& f, SamplingFields& s) {
+  auto opts = f.object("stream_options");
+  if (!opts) return;
+  if (!s.stream) {
+    f.fail(ApiError::bad_request("Stream options can only be defined when `stream=True`.",
+                                 "stream_options"));
+    return;
+  }
+  FieldReader o(*opts);
+  s.include_usage = o.boolean("include_usage").value_or(false);
+  s.continuous_usage_stats = o.boolean("continuous_usage_stats").value_or(false);
+  if (!o.ok()) f.fail(*o.error());
+}
+
+void read_core_sampling(FieldReader& f, SamplingFields& s) {
+  s.temperature = f.number("temperature");
+  s.top_p = f.number("top_p");
+  s.min_p = f.number("min_p");
+  s.presence_penalty = f.number("presence_penalty");
+  s.frequency_penalty = f.number("frequency_penalty");
+  s.repetition_penalty = f.number("repetition_penalty");
+  s.top_k = f.integer("top_k");
+  s.seed = f.integer("seed");
+  s.min_tokens = f.integer("min_tokens");
+  s.prompt_logprobs = f.integer("prompt_logprobs");
+  s.n = static_cast<int>(std::clamp<int64_t>(f.integer("n").value_or(1), -1, kMaxN + 1));
+  s.stop = f.string_or_list("stop").value_or(std::vector<std::string>{});
+  s.stop_token_ids = f.int_list("stop_token_ids").value_or(std::vector<int32_t>{});
+  s.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  s.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
+  s.spaces_between_special_tokens = f.boolean("spaces_between_special_tokens").value_or(true);
+  s.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
+  s.cache_salt = f.string("cache_salt").value_or("");
+  s.stream = f.boolean("stream").value_or(false);
+}
+
+void validate_sampling(FieldReader& f, const SamplingFields& s) {
+  check_range(f, "temperature", s.temperature, 0.0, 1e9, "must be non-negative");
+  if (s.top_p && (*s.top_p <= 0.0 || *s.top_p > 1.0)) {
+    f.fail(range_error("top_p", "must be in (0, 1], got " + std::to_string(*s.top_p)));
+  }
+  check_range(f, "min_p", s.min_p, 0.0, 1.0, "must be in [0, 1]");
+  check_range(f, "presence_penalty", s.presence_penalty, -2.0, 2.0, "must be in [-2, 2]");
+  check_range(f, "frequency_penalty", s.frequency_penalty, -2.0, 2.0, "must be in [-2, 2]");
+  if (s.repetition_penalty && *s.repetition_penalty <= 0.0) {
+    f.fail(range_error("repetition_penalty", "must be greater than zero"));
+  }
+  if (s.top_k && *s.top_k < -1) {
+    f.fail(range_error("top_k", "must be 0 or -1 (disable), or at least 1"));
+  }
+  if (s.n < 1 || s.n > kMaxN) {
+    f.fail(range_error("n", "must be between 1 and " + std::to_string(kMaxN)));
+  }
+  if (s.max_tokens && *s.max_tokens < 1) {
+    f.fail(range_error("max_tokens", "must be at least 1, got " + std::to_string(*s.max_tokens)));
+  }
+  if (s.min_tokens && *s.min_tokens < 0) {
+    f.fail(range_error("min_tokens", "must be greater than or equal to 0"));
+  }
+  if (s.min_tokens && s.max_tokens && *s.min_tokens > *s.max_tokens) {
+    f.fail(range_error(
+        "min_tokens", "must be less than or equal to max_tokens=" + std::to_string(*s.max_tokens)));
+  }
+  if (s.prompt_logprobs && (*s.prompt_logprobs < -1 || *s.prompt_logprobs > kMaxLogprobs)) {
+    f.fail(range_error("prompt_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+  }
+}
+
+ApiError unsupported(const std::string& what, const std::string& param) {
+  return ApiError::bad_request(what + " is not supported by this server yet", param);
+}
+
+// Known fields whose meaning Strata cannot honour yet are refused rather than
+// silently ignored (a client relying on them would get wrong output).
+void reject_unsupported(FieldReader& f) {
+  if (auto rf = f.object("response_format")) {
+    FieldReader r(*rf);
+    std::string type = r.string("type").value_or("text");
+    if (type != "text")
+      f.fail(unsupported("response_format type '" + type + "'", "response_format"));
+  }
+  for (const char* name :
+       {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar"}) {
+    if (f.has(name)) f.fail(unsupported(std::string("'") + name + "'", name));
+  }
+  if (auto e = f.element("tool_choice")) {
+    std::string_view v;
+    if (e->get_string().get(v) != simdjson::SUCCESS || (v != "auto" && v != "none")) {
+      f.fail(unsupported("tool_choice other than \"auto\" or \"none\"", "tool_choice"));
+    }
+  }
+  for (const char* name : {"allowed_token_ids", "bad_words"}) {
+    if (auto e = f.element(name); e && e->is_array() && e->get_array().size() > 0) {
+      f.fail(unsupported(std::string("'") + name + "'", name));
+    }
+  }
+  if (f.integer("best_of").value_or(1) > 1) f.fail(unsupported("best_of > 1", "best_of"));
+  if (f.boolean("use_beam_search").value_or(false)) {
+    f.fail(unsupported("beam search", "use_beam_search"));
+  }
+}
+
+// Reads the fields both endpoints share; `max_tokens` handled by the caller.
+void read_sampling(FieldReader& f, SamplingFields& s) {
+  reject_unsupported(f);
+  s.truncate_prompt_tokens = f.integer("truncate_prompt_tokens");
+  if (s.truncate_prompt_tokens && *s.truncate_prompt_tokens < -1) {
+    f.fail(range_error("truncate_prompt_tokens", "must be -1 or at least 1"));
+  }
+  read_core_sampling(f, s);
+  read_logit_bias(f, s);
+  read_stream_options(f, s);
+}
+
+ApiError prompt_error() {
+  return ApiError::bad_request(
+      "'prompt' must be a string, a list of strings, a list of token ids, or a list of lists "
+      "of token ids",
+      "prompt");
+}
+
+std::optional<ApiError> read_prompts(simdjson::dom::element e, std::vector<PromptInput>* out) {
+  std::string_view s;
+  if (e.get_string().get(s) == simdjson::SUCCESS) {
+    out->push_back({true, std::string(s), {}});
+    return std::nullopt;
+  }
+  simdjson::dom::array arr;
+  if (e.get_array().get(arr) != simdjson::SUCCESS) return prompt_error();
+  if (arr.size() == 0) return ApiError::bad_request("'prompt' must not be empty", "prompt");
+  PromptInput ids{false, "", {}};
+  if (read_token_ids(e, &ids.token_ids)) {
+    out->push_back(std::move(ids));
+    return std::nullopt;
+  }
+  for (simdjson::dom::element item : arr) {
+    if (item.get_string().get(s) == simdjson::SUCCESS) {
+      out->push_back({true, std::string(s), {}});
+    } else if (read_token_ids(item, &ids.token_ids)) {
+      out->push_back(ids);
+    } else {
+      return prompt_error();
+    }
+  }
+  return std::nullopt;
+}
+
+// Joins text parts as vLLM's "string" content format does; other parts are
+// not supported by a text-only model.
+std::optional<ApiError> normalize_content(nlohmann::ordered_json& message) {
+  auto it = message.find("content");
+  if (it == message.end() || !it->is_array()) return std::nullopt;
+  std::string text;
+  for (const auto& part : *it) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      return ApiError::bad_request(
+          "only text content parts ({\"type\":\"text\",\"text\":...}) "
+          "are supported",
+          "messages");
+    }
+    if (!text.empty()) text += "\n";
+    text += part["text"].get<std::string>();
+  }
+  *it = text;
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_messages(FieldReader& f, nlohmann::ordered_json* messages) {
+  auto e = f.element("messages");
+  if (!e) return ApiError::bad_request("'messages' is required", "messages");
+  if (!e->is_array()) {
+    return ApiError::bad_request(
+        std::string("'messages' must be a list, got ") + json_type_phrase(*e), "messages");
+  }
+  *messages = to_ordered_json(*e);
+  for (auto& m : *messages) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+      return ApiError::bad_request("each message must be an object with a string 'role'",
+                                   "messages");
+    }
+    if (auto err = normalize_content(m)) return err;
+  }
+  return std::nullopt;
+}
+
+void read_template_fields(FieldReader& f, nlohmann::ordered_json* tools,
+                          nlohmann::ordered_json* kwargs) {
+  if (auto t = f.element("tools")) {
+    if (!t->is_array()) {
+      f.fail(ApiError::bad_request("'tools' must be a list", "tools"));
+    } else {
+      *tools = to_ordered_json(*t);
+      if (tools->empty()) *tools = nullptr;
+    }
+  }
+  if (f.object("chat_template_kwargs")) {
+    *kwargs = to_ordered_json(*f.element("chat_template_kwargs"));
+  }
+}
+
+template <typename T>
+ApiOr<T> finish(FieldReader& f, T value) {
+  if (!f.ok()) return *f.error();
+  return value;
+}
+
+}  // namespace
+
+ApiOr<CompletionRequest> parse_completion_request(std::string_view body) {
+  RequestJson json;
+  if (auto err = json.parse(body)) return *err;
+  FieldReader f(json.root());
+  CompletionRequest r;
+  r.model = f.string("model").value_or("");
+  auto prompt = f.element("prompt");
+  if (!prompt) return ApiError::bad_request("'prompt' is required", "prompt");
+  if (auto err = read_prompts(*prompt, &r.prompts)) return *err;
+  r.echo = f.boolean("echo").value_or(false);
+  if (auto lp = f.integer("logprobs")) {
+    if (*lp < 0 || *lp > kMaxLogprobs) {
+      f.fail(range_error("logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+    }
+    r.logprobs = static_cast<int>(*lp);
+  }
+  r.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
+  if (f.has("suffix")) f.fail(ApiError::bad_request("suffix is not currently supported", "suffix"));
+  read_sampling(f, r.sampling);
+  r.sampling.max_tokens = f.integer("max_tokens");
+  validate_sampling(f, r.sampling);
+  return finish(f, std::move(r));
+}
+
+ApiOr<ChatRequest> parse_chat_request(std::string_view body) {
+  RequestJson json;
+  if (auto err = json.parse(body)) return *err;
+  FieldReader f(json.root());
+  ChatRequest r;
+  r.model = f.string("model").value_or("");
+  if (auto err = read_messages(f, &r.messages)) return *err;
+  read_template_fields(f, &r.tools, &r.chat_template_kwargs);
+  r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  r.continue_final_message = f.boolean("continue_final_message").value_or(false);
+  if (r.add_generation_prompt && r.continue_final_message) {
+    f.fail(ApiError::bad_request(
+        "Cannot set both `continue_final_message` and `add_generation_prompt` to True."));
+  }
+  r.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
+  r.logprobs = f.boolean("logprobs").value_or(false);
+  if (auto top = f.integer("top_logprobs")) {
+    if (*top < 0 || *top > kMaxLogprobs) {
+      f.fail(range_error("top_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+    } else if (*top > 0 && !r.logprobs) {
+      f.fail(ApiError::bad_request("when using `top_logprobs`, `logprobs` must be set to true.",
+                                   "top_logprobs"));
+    }
+    r.top_logprobs = static_cast<int>(*top);
+  }
+  read_sampling(f, r.sampling);
+  // max_completion_tokens wins over the deprecated max_tokens.
+  r.sampling.max_tokens = f.integer("max_completion_tokens");
+  if (!r.sampling.max_tokens) r.sampling.max_tokens = f.integer("max_tokens");
+  validate_sampling(f, r.sampling);
+  return finish(f, std::move(r));
+}
+
+ApiOr<TokenizeRequest> parse_tokenize_request(std::string_view body) {
+  RequestJson json;
+  if (auto err = json.parse(body)) return *err;
+  FieldReader f(json.root());
+  TokenizeRequest r;
+  r.model = f.string("model").value_or("");
+  r.return_token_strs = f.boolean("return_token_strs").value_or(false);
+  if (f.has("messages")) {
+    r.is_chat = true;
+    if (auto err = read_messages(f, &r.messages)) return *err;
+    read_template_fields(f, &r.tools, &r.chat_template_kwargs);
+    r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+    r.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
+  } else {
+    auto prompt = f.string("prompt");
+    if (!prompt && f.ok()) return ApiError::bad_request("'prompt' or 'messages' is required");
+    r.prompt = prompt.value_or("");
+    r.add_special_tokens = f.boolean("add_special_tokens").value_or(true);
+  }
+  return finish(f, std::move(r));
+}
+
+ApiOr<DetokenizeRequest> parse_detokenize_request(std::string_view body) {
+  RequestJson json;
+  if (auto err = json.parse(body)) return *err;
+  FieldReader f(json.root());
+  DetokenizeRequest r;
+  r.model = f.string("model").value_or("");
+  auto tokens = f.int_list("tokens");
+  if (!tokens && f.ok()) return ApiError::bad_request("'tokens' is required", "tokens");
+  r.tokens = tokens.value_or(std::vector<int32_t>{});
+  return finish(f, std::move(r));
+}
+
+}  // namespace strata::server

@@ -1,0 +1,100 @@
+// The request bodies of the OpenAI-compatible endpoints, parsed and checked
+// for types and ranges as vLLM does (unknown fields ignored, null = absent).
+// Semantic checks that need the model (prompt length, vocabulary) happen in
+// the handlers.
+//
+//   parse_completion_request   POST /v1/completions
+//   parse_chat_request         POST /v1/chat/completions
+//   parse_tokenize_request     POST /tokenize (prompt or chat form)
+//   parse_detokenize_request   POST /detokenize
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/api_error.h"
+
+namespace strata::server {
+
+inline constexpr int kMaxLogprobs = 20;  // vLLM's --max-logprobs default
+inline constexpr int kMaxN = 128;
+
+// Fields shared by completions and chat (OpenAI + vLLM extras). Absent
+// optionals take the server's defaults (generation_config.json, then neutral).
+struct SamplingFields {
+  std::optional<double> temperature, top_p, min_p;
+  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty;
+  std::optional<int64_t> top_k, seed, max_tokens, min_tokens, prompt_logprobs;
+  std::optional<int64_t> truncate_prompt_tokens;  // keep the last k prompt tokens; -1 = max
+  int n = 1;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  bool ignore_eos = false;
+  bool skip_special_tokens = true;
+  bool spaces_between_special_tokens = true;
+  bool include_stop_str_in_output = false;
+  std::string cache_salt;
+  bool stream = false;
+  bool include_usage = false;           // stream_options.include_usage
+  bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats
+};
+
+struct PromptInput {
+  bool is_text = true;
+  std::string text;
+  std::vector<int32_t> token_ids;
+};
+
+struct CompletionRequest {
+  std::string model;  // "" = the first served name
+  std::vector<PromptInput> prompts;
+  bool echo = false;
+  std::optional<int> logprobs;  // top-N alternatives per token
+  bool add_special_tokens = true;
+  SamplingFields sampling;
+};
+
+struct ChatRequest {
+  std::string model;
+  nlohmann::ordered_json messages;              // content parts joined into strings
+  nlohmann::ordered_json tools;                 // null when absent
+  nlohmann::ordered_json chat_template_kwargs;  // null or an object
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+  bool add_special_tokens = false;  // the template emits BOS
+  bool logprobs = false;
+  int top_logprobs = 0;
+  SamplingFields sampling;
+};
+
+struct TokenizeRequest {
+  std::string model;
+  bool is_chat = false;
+  std::string prompt;
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;
+  nlohmann::ordered_json chat_template_kwargs;
+  bool add_generation_prompt = true;
+  bool add_special_tokens = true;  // default false for the chat form
+  bool return_token_strs = false;
+};
+
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<int32_t> tokens;
+};
+
+ApiOr<CompletionRequest> parse_completion_request(std::string_view body);
+ApiOr<ChatRequest> parse_chat_request(std::string_view body);
+ApiOr<TokenizeRequest> parse_tokenize_request(std::string_view body);
+ApiOr<DetokenizeRequest> parse_detokenize_request(std::string_view body);
+
+}  // namespace strata::server

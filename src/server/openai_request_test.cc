@@ -1,0 +1,171 @@
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace strata::server {
+namespace {
+
+TEST(CompletionRequest, PromptForms) {
+  auto r = parse_completion_request(R"({"model":"m","prompt":"hi","max_tokens":5})");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_TRUE(r->prompts[0].is_text);
+  EXPECT_EQ(r->prompts[0].text, "hi");
+  EXPECT_EQ(*r->sampling.max_tokens, 5);
+
+  r = parse_completion_request(R"({"prompt":["a","b"]})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->prompts.size(), 2u);
+
+  r = parse_completion_request(R"({"prompt":[1,2,3]})");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_FALSE(r->prompts[0].is_text);
+  EXPECT_EQ(r->prompts[0].token_ids, (std::vector<int32_t>{1, 2, 3}));
+
+  r = parse_completion_request(R"({"prompt":[[1,2],[3]]})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->prompts.size(), 2u);
+
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":{"a":1}})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":[]})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"max_tokens":3})").ok());
+}
+
+TEST(CompletionRequest, MalformedJsonNamesThePosition) {
+  auto r = parse_completion_request(R"({"prompt": "x",})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().status, 400);
+  EXPECT_NE(r.error().message.find("Invalid JSON body"), std::string::npos);
+  EXPECT_NE(r.error().message.find("column"), std::string::npos) << r.error().message;
+
+  r = parse_completion_request("[1,2]");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("expected a JSON object"), std::string::npos);
+  EXPECT_FALSE(parse_completion_request("").ok());
+}
+
+TEST(CompletionRequest, WrongTypesAndRanges) {
+  auto r = parse_completion_request(R"({"prompt":"x","temperature":"hot"})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().param, "temperature");
+  EXPECT_EQ(r.error().message, "'temperature' must be a number, got a string");
+
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","temperature":-1})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","top_p":0})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","top_k":-2})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","n":0})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","max_tokens":0})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","logprobs":21})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","presence_penalty":3})").ok());
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","min_tokens":5,"max_tokens":2})").ok());
+  auto so = parse_completion_request(R"({"prompt":"x","stream_options":{"include_usage":true}})");
+  ASSERT_FALSE(so.ok());
+  EXPECT_EQ(so.error().param, "stream_options");
+}
+
+TEST(CompletionRequest, NullAndUnknownFieldsAreIgnored) {
+  auto r = parse_completion_request(
+      R"({"prompt":"x","logprobs":null,"temperature":null,"some_new_field":{"a":[1]},"user":"u"})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->logprobs.has_value());
+  EXPECT_FALSE(r->sampling.temperature.has_value());
+}
+
+TEST(CompletionRequest, VllmExtras) {
+  auto r = parse_completion_request(
+      R"({"prompt":"x","top_k":5,"min_p":0.1,"repetition_penalty":1.1,"min_tokens":2,)"
+      R"("ignore_eos":true,"stop":"##","stop_token_ids":[7],"skip_special_tokens":false,)"
+      R"("include_stop_str_in_output":true,"cache_salt":"s","seed":42,"n":3,)"
+      R"("logit_bias":{"5":200,"6":-1.5},"stream":true,)"
+      R"("stream_options":{"include_usage":true},"echo":true,"logprobs":2})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const SamplingFields& s = r->sampling;
+  EXPECT_EQ(*s.top_k, 5);
+  EXPECT_DOUBLE_EQ(*s.min_p, 0.1);
+  EXPECT_EQ(*s.min_tokens, 2);
+  EXPECT_TRUE(s.ignore_eos);
+  EXPECT_EQ(s.stop, std::vector<std::string>{"##"});
+  EXPECT_EQ(s.stop_token_ids, std::vector<int32_t>{7});
+  EXPECT_FALSE(s.skip_special_tokens);
+  EXPECT_TRUE(s.include_stop_str_in_output);
+  EXPECT_EQ(s.cache_salt, "s");
+  EXPECT_EQ(*s.seed, 42);
+  EXPECT_EQ(s.n, 3);
+  ASSERT_EQ(s.logit_bias.size(), 2u);
+  EXPECT_EQ(s.logit_bias[0], (std::pair<int32_t, float>{5, 100.0f}));  // clamped
+  EXPECT_TRUE(s.stream);
+  EXPECT_TRUE(s.include_usage);
+  EXPECT_TRUE(r->echo);
+  EXPECT_EQ(*r->logprobs, 2);
+}
+
+TEST(CompletionRequest, UnsupportedFeaturesAre400NotIgnored) {
+  for (const char* body :
+       {R"({"prompt":"x","response_format":{"type":"json_object"}})",
+        R"({"prompt":"x","guided_json":{"type":"object"}})",
+        R"({"prompt":"x","tool_choice":"required"})", R"({"prompt":"x","allowed_token_ids":[1,2]})",
+        R"({"prompt":"x","best_of":2})"}) {
+    auto r = parse_completion_request(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.error().message.find("not supported"), std::string::npos);
+  }
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","response_format":{"type":"text"},)"
+                                       R"("tool_choice":"auto","bad_words":[],"best_of":1})")
+                  .ok());
+  auto t = parse_completion_request(R"({"prompt":"x","truncate_prompt_tokens":5})");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t->sampling.truncate_prompt_tokens, 5);
+}
+
+TEST(ChatRequest, MessagesToolsAndTemplateFields) {
+  auto r = parse_chat_request(
+      R"({"model":"m","messages":[{"role":"system","content":"s"},)"
+      R"({"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],)"
+      R"("tools":[{"type":"function","function":{"name":"f","parameters":{"z":1,"a":2}}}],)"
+      R"("chat_template_kwargs":{"enable_thinking":false},"max_completion_tokens":7,)"
+      R"("max_tokens":3,"logprobs":true,"top_logprobs":2})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->messages[1]["content"], "a\nb");
+  // Key order survives (templates render tools with tojson).
+  EXPECT_EQ(r->tools.dump(),
+            R"([{"type":"function","function":{"name":"f","parameters":{"z":1,"a":2}}}])");
+  EXPECT_EQ(r->chat_template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(*r->sampling.max_tokens, 7);
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->top_logprobs, 2);
+  EXPECT_FALSE(r->add_special_tokens);
+}
+
+TEST(ChatRequest, Errors) {
+  EXPECT_FALSE(parse_chat_request(R"({"model":"m"})").ok());
+  EXPECT_FALSE(parse_chat_request(R"({"messages":"hi"})").ok());
+  EXPECT_FALSE(parse_chat_request(R"({"messages":[{"content":"x"}]})").ok());
+  EXPECT_FALSE(
+      parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})").ok());
+  EXPECT_FALSE(parse_chat_request(
+                   R"({"messages":[{"role":"user","content":"x"}],"continue_final_message":true})")
+                   .ok());
+  EXPECT_FALSE(
+      parse_chat_request(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})")
+          .ok());
+}
+
+TEST(TokenizeRequest, PromptAndChatForms) {
+  auto r = parse_tokenize_request(R"({"prompt":"abc","add_special_tokens":false})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->is_chat);
+  EXPECT_FALSE(r->add_special_tokens);
+  r = parse_tokenize_request(R"({"messages":[{"role":"user","content":"x"}]})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->is_chat);
+  EXPECT_FALSE(r->add_special_tokens);
+  EXPECT_FALSE(parse_tokenize_request(R"({"model":"m"})").ok());
+  auto d = parse_detokenize_request(R"({"tokens":[1,2]})");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->tokens, (std::vector<int32_t>{1, 2}));
+  EXPECT_FALSE(parse_detokenize_request(R"({"tokens":"x"})").ok());
+}
+
+}  // namespace
+}  // namespace strata::server
