@@ -107,6 +107,7 @@ Status EngineCore::add_request(EngineRequest request) {
                                                 config_.block_size);
   r->skip_prefix_cache = request.num_prompt_logprobs >= 0;
   STRATA_RETURN_IF_ERROR(scheduler_.add_request(std::move(r)));
+  arrival_[request.request_id] = std::chrono::steady_clock::now();
   runner_.add_request(key, request.sampling, request.num_top_logprobs,
                       request.num_prompt_logprobs);
   return Status();
@@ -117,6 +118,8 @@ bool EngineCore::finish_request(const std::string& request_id, scheduler::Reques
   if (r == nullptr) return false;
   if (!scheduler_.finish_request(request_id, status)) return false;
   pending_prompt_logprobs_.erase(request_id);
+  arrival_.erase(request_id);
+  pending_queue_time_.erase(request_id);
   RequestOutput out;
   out.request_id = request_id;
   out.finished = true;
@@ -138,6 +141,13 @@ std::vector<RequestOutput> EngineCore::step() {
     return outputs;
   }
   ++num_steps_;
+  const auto now = std::chrono::steady_clock::now();
+  for (const scheduler::ScheduledRequest& s : plan.scheduled) {
+    auto it = arrival_.find(s.request->request_id());
+    if (it == arrival_.end()) continue;
+    pending_queue_time_[it->first] = std::chrono::duration<double>(now - it->second).count();
+    arrival_.erase(it);
+  }
   runner::StepResult step = runner_.execute(plan, kv_);
   std::vector<runner::SampledToken>& sampled = step.sampled;
   std::vector<int32_t> ids(sampled.size());
@@ -156,6 +166,10 @@ std::vector<RequestOutput> EngineCore::step() {
     RequestOutput out;
     out.request_id = u.request->request_id();
     out.new_tokens.push_back(std::move(sampled[next]));
+    if (auto q = pending_queue_time_.find(out.request_id); q != pending_queue_time_.end()) {
+      out.queue_time_s = q->second;
+      pending_queue_time_.erase(q);
+    }
     if (auto p = pending_prompt_logprobs_.find(out.request_id);
         p != pending_prompt_logprobs_.end()) {
       out.prompt_logprobs = std::move(p->second);

@@ -13,6 +13,7 @@
 // Not thread-safe: the Engine front (engine.h) owns the thread that calls it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +60,9 @@ struct RequestOutput {
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
   int64_t num_output_tokens = 0;
+  // On the request's first output: seconds from add_request() to its first
+  // scheduling (vllm:request_queue_time_seconds); -1 on later outputs.
+  double queue_time_s = -1.0;
 };
 
 struct EngineStats {
@@ -118,6 +122,10 @@ class EngineCore {
   std::vector<RequestOutput> aborted_;
   // Prompt logprobs gathered over prefill chunks, until the first token.
   std::unordered_map<std::string, std::vector<runner::PromptLogprob>> pending_prompt_logprobs_;
+  // add_request() time until first scheduled; then the queue time until the
+  // request's first output carries it.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> arrival_;
+  std::unordered_map<std::string, double> pending_queue_time_;
   int64_t num_steps_ = 0;
 };
 

@@ -277,13 +277,16 @@ TEST_F(EngineInvariantTest, AbortFreesAndReportsAbort) {
   auto core = EngineCore::create(*model_, config(256), pool);
   ASSERT_TRUE(core.ok());
   ASSERT_TRUE((*core)->add_request(greedy("a", random_prompt(30, 1), 100)).ok());
-  (*core)->step();
+  std::vector<RequestOutput> first = (*core)->step();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_GE(first[0].queue_time_s, 0.0);  // the first output reports its queue time
   EXPECT_GT((*core)->stats().kv_cache_usage, 0.0);
   EXPECT_TRUE((*core)->abort_request("a"));
   EXPECT_EQ((*core)->stats().kv_cache_usage, 0.0);
   std::vector<RequestOutput> outs = (*core)->step();
   ASSERT_EQ(outs.size(), 1u);
   EXPECT_EQ(outs[0].finish_reason, "abort");
+  EXPECT_LT(outs[0].queue_time_s, 0.0);  // the first output already carried it
   EXPECT_FALSE((*core)->has_unfinished_requests());
 }
 

@@ -65,6 +65,7 @@ Metrics::Metrics(std::string model_name, int64_t max_model_len, CacheConfigInfo 
     : model_name_(std::move(model_name)),
       cache_(cache),
       ttft_(kTtftBuckets),
+      queue_time_(kLatencyBuckets),
       itl_(kItlBuckets),
       e2e_(kLatencyBuckets),
       prompt_len_(build_1_2_5_buckets(max_model_len)),
@@ -84,6 +85,11 @@ void Metrics::record_finished(const std::string& reason, int64_t prompt_tokens,
 void Metrics::record_first_token(double ttft_seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.observe(ttft_seconds);
+}
+
+void Metrics::record_queue_time(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_time_.observe(seconds);
 }
 
 void Metrics::record_inter_token(double seconds) {
@@ -164,6 +170,8 @@ std::string Metrics::render(const engine::EngineStats& s) const {
              "\"} 1.0\n");
   render_histogram(&out, "vllm:time_to_first_token_seconds",
                    "Histogram of time to first token in seconds.", ttft_);
+  render_histogram(&out, "vllm:request_queue_time_seconds",
+                   "Histogram of time spent in WAITING phase for request.", queue_time_);
   render_histogram(&out, "vllm:inter_token_latency_seconds",
                    "Histogram of inter-token latency in seconds.", itl_);
   render_histogram(&out, "vllm:e2e_request_latency_seconds",

@@ -58,6 +58,7 @@ class Metrics {
   void record_finished(const std::string& reason, int64_t prompt_tokens, int64_t generation_tokens,
                        double e2e_seconds);
   void record_first_token(double ttft_seconds);
+  void record_queue_time(double seconds);
   void record_inter_token(double seconds);
   void add_generation_tokens(int64_t n);
   void add_prompt_tokens(int64_t n);
@@ -76,6 +77,7 @@ class Metrics {
   int64_t generation_tokens_ = 0;
   std::map<std::string, int64_t> finished_;  // finished_reason -> count
   Histogram ttft_;
+  Histogram queue_time_;
   Histogram itl_;
   Histogram e2e_;
   Histogram prompt_len_;

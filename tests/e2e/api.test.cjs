@@ -194,7 +194,7 @@ test('/metrics parses and counters move', async () => {
     'vllm:prefix_cache_queries_total{}', 'vllm:prefix_cache_hits_total{}', 'vllm:prompt_tokens_total{}',
     'vllm:generation_tokens_total{}', 'vllm:num_preemptions_total{}', 'vllm:request_success_total{finished_reason=length}',
     'vllm:time_to_first_token_seconds_count{}', 'vllm:inter_token_latency_seconds_count{}',
-    'vllm:e2e_request_latency_seconds_count{}', 'vllm:e2e_request_latency_seconds_bucket{le=+Inf}']) {
+    'vllm:request_queue_time_seconds_count{}', 'vllm:e2e_request_latency_seconds_count{}', 'vllm:e2e_request_latency_seconds_bucket{le=+Inf}']) {
     assert.ok(name in before || name.replace(/=([^,}]+)/g, '=$1') in before, `missing ${name}: ${Object.keys(before).join(' ')}`);
   }
   await client.completions.create({ model: 'tiny', prompt: 'count me', max_tokens: 4, ...greedy });
@@ -203,6 +203,7 @@ test('/metrics parses and counters move', async () => {
   assert.ok(after['vllm:prompt_tokens_total{}'] > before['vllm:prompt_tokens_total{}']);
   assert.equal(after['vllm:request_success_total{finished_reason=length}'] - before['vllm:request_success_total{finished_reason=length}'], 1);
   assert.equal(after['vllm:time_to_first_token_seconds_count{}'] - before['vllm:time_to_first_token_seconds_count{}'], 1);
+  assert.equal(after['vllm:request_queue_time_seconds_count{}'] - before['vllm:request_queue_time_seconds_count{}'], 1);
   const reset = await fetch(`${server.baseURL}/reset_prefix_cache`, { method: 'POST' });
   assert.equal(reset.status, 200);
   const v = await (await fetch(`${server.baseURL}/version`)).json();
