@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/cpu/kernels.h"
+#include "ops/reference.h"
 
 namespace strata::ops::cpu {
 namespace {
@@ -95,28 +96,11 @@ void rope_apply(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_di
   }
 }
 
-void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
-}
-
-void softmax(float* x, int64_t n) {
-  if (n <= 0) return;
-  float mx = *std::max_element(x, x + n);
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
-  float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-}
-
-void add_inplace(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-}
+// silu_mul, softmax and add_inplace: the portable versions are the plain
+// reference loops themselves (ops/reference.h).
+using reference::add_inplace;
+using reference::silu_mul;
+using reference::softmax;
 
 void attention_rows(const float* q, const float* k, const float* v, const AttentionShape& s,
                     int64_t row_begin, int64_t row_end, float* scores, float* out) {
