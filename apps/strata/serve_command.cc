@@ -2,6 +2,7 @@
 // and meanings follow `vllm serve`; vLLM flags that mean nothing here are
 // accepted with a one-line warning, unknown flags are errors with a
 // suggestion. Listens only once the model is loaded.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -229,6 +230,16 @@ struct Loaded {
   server::SamplingDefaults defaults;
 };
 
+// "loading layers [########------------] 10/24" on stderr, redrawn in place.
+void print_load_progress(int64_t done, int64_t total) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(1, total));
+  std::fprintf(stderr, "\rloading layers [%s%s] %lld/%lld", std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, '-').c_str(), static_cast<long long>(done),
+               static_cast<long long>(total));
+  if (done == total) std::fputc('\n', stderr);
+}
+
 StatusOr<Loaded> load_everything(const ServeFlags& f) {
   Loaded l;
   auto start = std::chrono::steady_clock::now();
@@ -238,7 +249,7 @@ StatusOr<Loaded> load_everything(const ServeFlags& f) {
   if (!l.tokenizer) return invalid_argument(f.model + " has no tokenizer; serve needs one");
   STRATA_ASSIGN_OR_RETURN(l.chat, server::load_chat_assets(files, *l.tokenizer, f.chat_template));
   STRATA_ASSIGN_OR_RETURN(l.defaults, server::load_sampling_defaults(files, f.generation_config));
-  STRATA_ASSIGN_OR_RETURN(l.model, model::Model::load(std::move(files)));
+  STRATA_ASSIGN_OR_RETURN(l.model, model::Model::load(std::move(files), print_load_progress));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   STRATA_LOG(kInfo) << "loaded " << l.model->num_parameters() << " parameters in " << s << " s";
   if (l.chat.chat_template) {

@@ -35,13 +35,13 @@ StatusOr<ops::MatmulWeight> load_linear(const WeightSource& weights, const std::
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Model>> Model::load(ModelFiles files) {
+StatusOr<std::unique_ptr<Model>> Model::load(ModelFiles files, const LoadProgress& progress) {
   std::unique_ptr<Model> model(new Model(std::move(files)));
-  STRATA_RETURN_IF_ERROR(model->prepare_weights().with_prefix(model->files_.path));
+  STRATA_RETURN_IF_ERROR(model->prepare_weights(progress).with_prefix(model->files_.path));
   return model;
 }
 
-Status Model::prepare_weights() {
+Status Model::prepare_weights(const LoadProgress& progress) {
   const ModelConfig& c = config_;
   const WeightSource& w = files_.weights;
   STRATA_ASSIGN_OR_RETURN(embed_tokens_,
@@ -59,6 +59,7 @@ Status Model::prepare_weights() {
   layers_.resize(c.num_hidden_layers);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     STRATA_RETURN_IF_ERROR(prepare_layer(i, layers_[i]));
+    if (progress) progress(i + 1, c.num_hidden_layers);
   }
   rope_inv_freq_ = c.rope_inv_freq();
   return Status();

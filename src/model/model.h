@@ -11,6 +11,7 @@
 // one thread at a time per KvArena (it uses the given ThreadPool).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -54,9 +55,13 @@ struct ForwardBatch {
 
 class Model {
  public:
+  // Called after each prepared layer with (layers done, layers in all).
+  using LoadProgress = std::function<void(int64_t, int64_t)>;
+
   // Validates every tensor's presence and shape against the config and
   // prepares the weights. Errors name the file and the tensor.
-  static StatusOr<std::unique_ptr<Model>> load(ModelFiles files);
+  static StatusOr<std::unique_ptr<Model>> load(ModelFiles files,
+                                               const LoadProgress& progress = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelFiles& files() const { return files_; }
@@ -76,7 +81,7 @@ class Model {
 
  private:
   Model(ModelFiles files) : files_(std::move(files)), config_(files_.config) {}
-  Status prepare_weights();
+  Status prepare_weights(const LoadProgress& progress);
   Status prepare_layer(int64_t layer_idx, LayerWeights& layer);
   void embed(const int32_t* tokens, int64_t num_tokens, float* x) const;
   void attention_block(const LayerWeights& layer, int64_t layer_idx, float* x,
