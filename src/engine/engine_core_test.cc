@@ -202,11 +202,19 @@ TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
   ThreadPool pool(1);
   model_->forward(model::ForwardBatch::single_sequence(prompt.data(), prompt.size(), 0, true), kv,
                   logits.data(), pool);
+  // Chunks of 5 tokens run the decode matmul kernel, the whole prompt the
+  // prefill GEMM; with bf16 weights both round activations to bf16 but sum in
+  // different orders (tests/golden/README.md bounds that at 2e-2 of the
+  // largest logit), with f32 weights they agree to float rounding.
+  const bool f32_weights =
+      model_->files().weights.find("model.embed_tokens.weight")->view.dtype ==
+      tensor::DType::kF32;
+  const double tol = f32_weights ? 1e-4 : 5e-2;
   for (size_t i = 0; i + 1 < prompt.size(); ++i) {
     const float* row = logits.data() + i * vocab;
     EXPECT_EQ(whole[i].token_id, prompt[i + 1]);
-    EXPECT_NEAR(whole[i].logprob, sampling::token_logprob(row, vocab, prompt[i + 1]), 1e-4);
-    EXPECT_NEAR(pieces[i].logprob, whole[i].logprob, 1e-4);
+    EXPECT_NEAR(whole[i].logprob, sampling::token_logprob(row, vocab, prompt[i + 1]), tol);
+    EXPECT_NEAR(pieces[i].logprob, whole[i].logprob, tol);
     ASSERT_EQ(whole[i].top_logprobs.size(), 3u);
     EXPECT_EQ(whole[i].top_logprobs[0].first, sampling::argmax(row, vocab));
   }
