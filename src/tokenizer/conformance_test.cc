@@ -107,6 +107,21 @@ TEST(TokenizerConformance, EncodeMatchesOracle) {
   }
 }
 
+// Calls check(ids, skip_special_tokens, oracle_text) for every decode case of
+// one tokenizer: the encoded conformance strings and the random id sequences.
+template <typename Check>
+void for_each_decode_case(const json& t, size_t num_inputs, const Check& check) {
+  for (size_t i = 0; i < num_inputs; ++i) {
+    const auto ids = t["encode_special"][i].get<std::vector<int32_t>>();
+    check(ids, false, t["decode"][i]);
+    check(ids, true, t["decode_skip"][i]);
+  }
+  for (const auto& r : t["random"]) {
+    check(r["ids"].get<std::vector<int32_t>>(), false, r["text"]);
+    check(r["ids"].get<std::vector<int32_t>>(), true, r["text_skip"]);
+  }
+}
+
 TEST(TokenizerConformance, DecodeMatchesOracle) {
   STRATA_LOAD_EXPECTED(e);
   for (const auto& t : e->doc["tokenizers"]) {
@@ -121,15 +136,7 @@ TEST(TokenizerConformance, DecodeMatchesOracle) {
                       << ")\n  want " << json(want).dump() << "\n  got  " << json(got).dump();
       }
     };
-    for (size_t i = 0; i < e->inputs.size(); ++i) {
-      const auto ids = t["encode_special"][i].get<std::vector<int32_t>>();
-      check(ids, false, t["decode"][i]);
-      check(ids, true, t["decode_skip"][i]);
-    }
-    for (const auto& r : t["random"]) {
-      check(r["ids"].get<std::vector<int32_t>>(), false, r["text"]);
-      check(r["ids"].get<std::vector<int32_t>>(), true, r["text_skip"]);
-    }
+    for_each_decode_case(t, e->inputs.size(), check);
     std::printf("conformance decode %-10s %d/%d match\n", t["name"].get<std::string>().c_str(),
                 checked - failures, checked);
     EXPECT_EQ(failures, 0) << t["name"];
@@ -164,15 +171,7 @@ TEST(TokenizerConformance, IncrementalDetokenizerMatchesOracleDecode) {
                       << ")\n  want " << json(want).dump() << "\n  got  " << json(got).dump();
       }
     };
-    for (size_t i = 0; i < e->inputs.size(); ++i) {
-      const auto ids = t["encode_special"][i].get<std::vector<int32_t>>();
-      check(ids, false, t["decode"][i]);
-      check(ids, true, t["decode_skip"][i]);
-    }
-    for (const auto& r : t["random"]) {
-      check(r["ids"].get<std::vector<int32_t>>(), false, r["text"]);
-      check(r["ids"].get<std::vector<int32_t>>(), true, r["text_skip"]);
-    }
+    for_each_decode_case(t, e->inputs.size(), check);
     std::printf("conformance stream %-10s %d/%d match\n", t["name"].get<std::string>().c_str(),
                 checked - failures, checked);
     EXPECT_EQ(failures, 0) << t["name"];
