@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <memory>
 #include <thread>
 
 namespace strata::engine {
@@ -114,11 +115,22 @@ TEST(EngineTest, AbortAndStopEndStreamsAndFreeBlocks) {
   auto engine = Engine::create(*model, small_config(), 2);
   ASSERT_TRUE(engine.ok());
   Collector collector;
-  ASSERT_TRUE((*engine)->add_request(greedy("long", 20, 400), collector.callback()).ok());
-  ASSERT_TRUE((*engine)->add_request(greedy("stopped", 20, 400), collector.callback()).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  (*engine)->abort("long");
-  (*engine)->finish_stopped("stopped");
+  // Finish each request from inside its first output callback, so the test
+  // does not depend on how fast the engine generates 400 tokens.
+  Engine* e = engine->get();
+  auto finish_on_first = [&collector, e](bool stop) {
+    auto forward = collector.callback();
+    auto sent = std::make_shared<bool>(false);
+    return [forward, sent, e, stop](const RequestOutput& out) {
+      if (!*sent) {
+        *sent = true;
+        stop ? e->finish_stopped(out.request_id) : e->abort(out.request_id);
+      }
+      forward(out);
+    };
+  };
+  ASSERT_TRUE((*engine)->add_request(greedy("long", 20, 400), finish_on_first(false)).ok());
+  ASSERT_TRUE((*engine)->add_request(greedy("stopped", 20, 400), finish_on_first(true)).ok());
   (*engine)->abort("unknown-id");  // ignored
   ASSERT_TRUE(collector.wait_for(2));
   EXPECT_EQ(collector.reasons()["long"], "abort");

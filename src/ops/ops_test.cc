@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -125,7 +126,9 @@ void check_matmul(const cpu::KernelTable& t, ThreadPool& pool, DType dtype, Matm
   cpu::run_matmul(t, x, c.m, w, b, y, pool);
 
   std::vector<float> ref(static_cast<size_t>(c.m * c.n));
-  if (cpu::matmul_mode(dtype, c.m) == cpu::MatmulMode::kF32) {
+  if (cpu::uses_q8_activations(t, dtype, c.m)) {
+    reference::matmul_q8_activations(x, c.m, sw.view, b, ref.data());
+  } else if (cpu::matmul_mode(dtype, c.m) == cpu::MatmulMode::kF32) {
     reference::matmul(x, c.m, sw.view, b, ref.data());
   } else {
     reference::matmul_bf16_rounded(x, c.m, sw.view, b, dtype != DType::kBF16, ref.data());
@@ -172,6 +175,66 @@ TEST_P(KernelTest, Bf16ActivationErrorBound) {
     double err = normalized_error(x.data(), m, sw.view, nullptr, y.data(), ref.data());
     RecordProperty(std::string("bf16_err_") + tensor::dtype_name(dtype), std::to_string(err));
     EXPECT_LT(err, 1e-3) << tensor::dtype_name(dtype);  // measured 2.5e-4 / 3.3e-4
+  }
+}
+
+// The VNNI Q8_0 decode kernel (x quantized to int8) against its reference:
+// int32 block sums, so only the f32 scaling and summation differ.
+TEST_P(KernelTest, Q8ActivationsMatchReference) {
+  if (!cpu::uses_q8_activations(*table_, DType::kQ8_0, 1)) {
+    GTEST_SKIP() << "no AVX512-VNNI Q8_0 decode kernel in this table / on this CPU";
+  }
+  int variant = 0;
+  for (int64_t k : {32, 64, 96, 896, 1088}) {
+    for (int64_t m = 1; m <= cpu::kDecodeMaxRows; ++m) {
+      for (int64_t n : {1, 5, 17, 67}) {
+        SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                     " k=" + std::to_string(k));
+        uint32_t seed = static_cast<uint32_t>(m * 131 + n * 7 + k);
+        std::vector<float> wf = random_floats(n * k, seed, -2.0f, 2.0f);
+        StoredWeight sw = store_weight(wf, n, k, DType::kQ8_0);
+        MatmulWeight w = MatmulWeight::prepare(sw.view);
+        int xoff = variant % 5, yoff = (variant + 2) % 3;
+        std::vector<float> xbuf = random_floats(m * k + xoff, seed + 1, -3.0f, 3.0f);
+        // A few large outliers per row, as in real activations.
+        for (int64_t i = 0; i < m; ++i) xbuf[xoff + i * k + (i * 37) % k] = 40.0f;
+        const float* x = xbuf.data() + xoff;
+        std::vector<float> bias = random_floats(n, seed + 2);
+        const float* bp = variant % 2 == 0 ? bias.data() : nullptr;
+        std::vector<float> ybuf(static_cast<size_t>(m * n + yoff), NAN), ref(m * n);
+        float* y = ybuf.data() + yoff;
+        cpu::run_matmul(*table_, x, m, w, bp, y, pool_);
+        reference::matmul_q8_activations(x, m, sw.view, bp, ref.data());
+        ASSERT_LT(normalized_error(x, m, sw.view, bp, y, ref.data()), 2e-6);
+        ++variant;
+      }
+    }
+  }
+}
+
+// The error of quantizing x to Q8_0 (VNNI decode) against exact math with the
+// stored weights, relative to Σ|x·w| (documented in ops.h / BENCHMARKS.md).
+TEST_P(KernelTest, Q8ActivationErrorBound) {
+  if (!cpu::uses_q8_activations(*table_, DType::kQ8_0, 1)) {
+    GTEST_SKIP() << "no AVX512-VNNI Q8_0 decode kernel in this table / on this CPU";
+  }
+  int64_t m = 16, n = 64, k = 896;
+  std::vector<float> wf = random_floats(n * k, 11);
+  StoredWeight sw = store_weight(wf, n, k, DType::kQ8_0);
+  MatmulWeight w = MatmulWeight::prepare(sw.view);
+  for (bool outliers : {false, true}) {
+    std::vector<float> x = random_floats(m * k, 12);
+    if (outliers) {
+      for (int64_t i = 0; i < m * k; i += 61) x[i] *= 30.0f;
+    }
+    std::vector<float> y(m * n), ref(m * n);
+    cpu::run_matmul(*table_, x.data(), m, w, nullptr, y.data(), pool_);
+    reference::matmul(x.data(), m, sw.view, nullptr, ref.data());
+    double err = normalized_error(x.data(), m, sw.view, nullptr, y.data(), ref.data());
+    RecordProperty(outliers ? "q8_act_err_outliers" : "q8_act_err_uniform", std::to_string(err));
+    std::printf("q8 activation error (%s x): %.3g of sum|x*w|\n", outliers ? "outlier" : "uniform",
+                err);
+    EXPECT_LT(err, 1e-2);
   }
 }
 

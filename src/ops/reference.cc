@@ -50,6 +50,40 @@ void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w,
   matmul_f32(xr.data(), m, wf.data(), w.dim(0), k, bias, y);
 }
 
+void matmul_q8_activations(const float* x, int64_t m, const tensor::TensorView& w,
+                           const float* bias, float* y) {
+  STRATA_CHECK(w.rank() == 2 && w.dtype == tensor::DType::kQ8_0)
+      << "weight must be 2-D Q8_0, got " << w.shape_string();
+  int64_t n = w.dim(0), k = w.dim(1), nb = k / tensor::kQ8_0BlockSize;
+  const auto* wb = static_cast<const tensor::BlockQ8_0*>(w.data);
+  std::vector<int8_t> xq(static_cast<size_t>(k));
+  std::vector<float> xd(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* v = x + i * k + b * 32;
+      float amax = 0.0f;
+      for (int l = 0; l < 32; ++l) amax = std::fmax(amax, std::fabs(v[l]));
+      float d = amax / 127.0f;
+      float id = d != 0.0f ? 1.0f / d : 0.0f;
+      xd[b] = d;
+      for (int l = 0; l < 32; ++l) {
+        float q = std::nearbyint(v[l] * id);
+        xq[b * 32 + l] = static_cast<int8_t>(std::fmin(std::fmax(q, -128.0f), 127.0f));
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const tensor::BlockQ8_0& blk = wb[j * nb + b];
+        int32_t isum = 0;
+        for (int l = 0; l < 32; ++l) isum += int32_t(xq[b * 32 + l]) * int32_t(blk.values[l]);
+        acc += double(xd[b]) * double(tensor::f16_to_f32(blk.scale_f16)) * double(isum);
+      }
+      y[i * n + j] = static_cast<float>(acc) + (bias != nullptr ? bias[j] : 0.0f);
+    }
+  }
+}
+
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;

@@ -22,6 +22,14 @@ void matmul(const float* x, int64_t m, const tensor::TensorView& w, const float*
 void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
                          bool round_w, float* y);
 
+// Q8_0 weights w [n, k] with x quantized to Q8_0 per 32-block first, as the
+// VNNI decode kernel does (and llama.cpp): d_x = max|x_block| / 127 kept in
+// f32 (not rounded to f16), q_x = round-to-nearest-even(x * (1 / d_x)),
+// saturated to int8; y = Σ_blocks d_x * d_w * Σ q_x q_w (+ bias), summed in
+// double. x must be finite.
+void matmul_q8_activations(const float* x, int64_t m, const tensor::TensorView& w,
+                           const float* bias, float* y);
+
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y);
 void rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads,
           int64_t head_dim, const float* inv_freq, RopeStyle style);

@@ -10,6 +10,7 @@
 // matmul, kBF16 mode: the same tile shape on bf16 pairs with vdpbf16ps, cache
 //   blocked as [64 weight rows] x [1024 k]; Q8_0 tiles are first dequantized
 //   to bf16 (q*d rounded to bf16) into per-thread scratch.
+// matmul, Q8_0 decode on VNNI CPUs: x quantized to int8, vpdpbusd (see below).
 // Every output element is reduced in the same order whatever its tile, so the
 // results do not depend on m or on how n is split across threads.
 #include <immintrin.h>
@@ -218,6 +219,131 @@ void matmul_f32_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
       return matmul_f32_typed<LoadQ8>(a, n_begin, n_end);
     default:
       return;
+  }
+}
+
+// ---- Q8_0 decode with int8 activations (AVX512-VNNI) ----
+// llama.cpp's scheme: x is quantized per 32-block once per call (x_to_q8),
+// then each (x block, weight block) pair is one vpdpbusd int32 sum scaled by
+// d_x * d_w. A zmm holds two consecutive blocks (lanes 0-7: first, 8-15:
+// second); the per-lane int32 sums are converted to f32 and multiplied by
+// the matching scale lanes, so no horizontal sum happens inside the k loop.
+// vpdpbusd multiplies u8 by s8: x is stored as q + 128 (u8) and
+// 128 * Σw (one vpdpbusd of 0x80 bytes with w per weight pair, shared by all
+// x rows) seeds the accumulator negated.
+
+void x_to_q8(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq, float* scales) {
+  const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * k;
+    uint8_t* qr = xq + r * k_pad64;
+    float* sr = scales + r * (k_pad64 / 4);
+    for (int64_t b = 0; b < k_pad64 / 32; ++b) {
+      float d = 0.0f;
+      __m256i q = _mm256_setzero_si256();
+      if (b * 32 < k) {
+        __m512 lo = _mm512_loadu_ps(xr + b * 32);
+        __m512 hi = _mm512_loadu_ps(xr + b * 32 + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+        d = amax / 127.0f;
+        __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+        // vcvtps2dq rounds to nearest even (default MXCSR); vpmovsdb saturates.
+        __m128i qlo = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id)));
+        __m128i qhi = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id)));
+        q = _mm256_xor_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qlo), qhi, 1), k80);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + b * 32), q);
+      _mm256_storeu_ps(sr + (b / 2) * 16 + (b % 2) * 8, _mm256_set1_ps(d));
+    }
+  }
+}
+
+// One step over the weight block pair (or, kTwo = false, the last single
+// block) at block index b, for an MR x NR tile.
+template <int MR, int NR, bool kTwo>
+STRATA_INLINE void q8q8_step(const MatmulArgs& a, const char* w0, int64_t row_bytes,
+                             const uint8_t* xq0, const float* xs0, int64_t b,
+                             __m512 (&acc)[MR][NR]) {
+  const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i wv[NR], corr[NR];
+  __m512 dw[NR];
+#pragma GCC unroll 16
+  for (int r = 0; r < NR; ++r) {
+    const char* next = w0 + (NR + r) * row_bytes + b * 34;
+    _mm_prefetch(next, _MM_HINT_T0);
+    if constexpr (kTwo) _mm_prefetch(next + 34, _MM_HINT_T0);
+    const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w0 + r * row_bytes) + b;
+    __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[0].values));
+    // f16 scales broadcast to 8 halfwords each, widened to 16 f32 lanes.
+    __m256i d16 = _mm256_set1_epi16(static_cast<short>(blk[0].scale_f16));
+    if constexpr (kTwo) {
+      __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[1].values));
+      wv[r] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+      d16 = _mm256_mask_blend_epi16(0xFF00, d16,
+                                    _mm256_set1_epi16(static_cast<short>(blk[1].scale_f16)));
+    } else {
+      wv[r] = _mm512_zextsi256_si512(q0);
+      d16 = _mm256_maskz_mov_epi16(0x00FF, d16);
+    }
+    dw[r] = _mm512_cvtph_ps(d16);
+    corr[r] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wv[r]));
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    __m512i xv = _mm512_loadu_si512(xq0 + i * a.k_pad64 + b * 32);
+    __m512 dx = _mm512_loadu_ps(xs0 + i * (a.k_pad64 / 4) + b * 8);
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) {
+      __m512i sum = _mm512_dpbusd_epi32(corr[r], xv, wv[r]);
+      acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dx, dw[r]), acc[i][r]);
+    }
+  }
+}
+
+template <int MR, int NR>
+void tile_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
+  const uint8_t* xq0 = a.x_q8 + i0 * a.k_pad64;
+  const float* xs0 = a.x_q8_scale + i0 * (a.k_pad64 / 4);
+  int64_t nb = a.k / 32, b = 0;
+  for (; b + 2 <= nb; b += 2) q8q8_step<MR, NR, true>(a, w0, row_bytes, xq0, xs0, b, acc);
+  if (b < nb) q8q8_step<MR, NR, false>(a, w0, row_bytes, xq0, xs0, b, acc);
+  store_tile<MR, NR>(acc, a.y + i0 * a.n + j0, a.n, a.bias != nullptr ? a.bias + j0 : nullptr,
+                     false);
+}
+
+template <int MR>
+void rows_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
+  int64_t j = n_begin;
+  for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
+  for (; j < n_end; ++j) tile_q8q8<MR, 1>(a, row_bytes, i0, j);
+}
+
+void matmul_q8q8_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  int64_t row_bytes = a.k / 32 * 34;
+  for (int64_t jb = n_begin; jb < n_end; jb += 64) {
+    int64_t je = min64(jb + 64, n_end);
+    int64_t i = 0;
+    for (; i + 4 <= a.m; i += 4) rows_q8q8<4>(a, row_bytes, i, jb, je);
+    switch (a.m - i) {
+      case 3:
+        rows_q8q8<3>(a, row_bytes, i, jb, je);
+        break;
+      case 2:
+        rows_q8q8<2>(a, row_bytes, i, jb, je);
+        break;
+      case 1:
+        rows_q8q8<1>(a, row_bytes, i, jb, je);
+        break;
+      default:
+        break;
+    }
   }
 }
 
@@ -573,6 +699,8 @@ constexpr KernelTable kAvx512 = {
     softmax,
     add_inplace,
     attention_rows,
+    matmul_q8q8_range,
+    x_to_q8,
 };
 
 }  // namespace

@@ -125,8 +125,8 @@ void attention_rows(const float* q, const float* k, const float* v, const Attent
 }
 
 constexpr KernelTable kGeneric = {
-    "generic",  matmul_f32_range, matmul_bf16_range, nullptr,     x_to_bf16,      rms_norm,
-    rope_apply, silu_mul,         softmax,           add_inplace, attention_rows,
+    "generic", matmul_f32_range, matmul_bf16_range, nullptr,        x_to_bf16, rms_norm, rope_apply,
+    silu_mul,  softmax,          add_inplace,       attention_rows, nullptr,   nullptr,
 };
 
 }  // namespace

@@ -27,7 +27,8 @@ struct MatmulWeight::Packed {};
 namespace strata::ops::cpu {
 
 // Precision of x inside the inner product.
-//   kF32:  x stays f32; weights are widened exactly to f32 (F32, F16, Q8_0 decode).
+//   kF32:  x stays f32; weights are widened exactly to f32 (F32, F16, Q8_0
+//          decode without AVX512-VNNI; with it see uses_q8_activations()).
 //   kBF16: x is rounded to bf16 and multiplied with bf16 weights by vdpbf16ps
 //          (BF16 weights always; Q8_0 prefill, whose q*d products are rounded
 //          to bf16 tile by tile). Sums are f32.
@@ -53,6 +54,13 @@ struct MatmulArgs {
   tensor::DType w_dtype = tensor::DType::kF32;
   const float* bias = nullptr;  // [n] or nullptr
   float* y = nullptr;           // [m, n]
+  // Q8_0 decode with int8 activations (matmul_q8q8_range): x quantized per
+  // 32-block by x_to_q8. x_q8: [m, k_pad64] u8 = q + 128 (zero past k);
+  // x_q8_scale: [m, k_pad64 / 64, 16] f32, lanes 0-7 = scale of the pair's
+  // first block, 8-15 = of its second (0 past k).
+  const uint8_t* x_q8 = nullptr;
+  const float* x_q8_scale = nullptr;
+  int64_t k_pad64 = 0;  // k rounded up to a multiple of 64
 };
 
 struct KernelTable {
@@ -83,6 +91,16 @@ struct KernelTable {
   void (*attention_rows)(const float* q, const float* k, const float* v,
                          const AttentionShape& shape, int64_t row_begin, int64_t row_end,
                          float* scratch, float* out);
+  // Q8_0 weights, m <= kDecodeMaxRows, columns [n_begin, n_end) of y from the
+  // int8 activations in a.x_q8 (AVX512-VNNI vpdpbusd, per-block int32 sums
+  // scaled by d_x * d_w in f32). nullptr when the table has none; use only
+  // when cpu_features().avx512_vnni (see uses_q8_activations()).
+  void (*matmul_q8q8_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+  // Quantizes x[rows, k] (k % 32 == 0) per 32-block to the a.x_q8 /
+  // a.x_q8_scale layout above: d = max|x| / 127 (f32, not rounded to f16),
+  // q = round-to-nearest-even(x * (1 / d)).
+  void (*x_to_q8)(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq,
+                  float* scales);
 };
 
 const KernelTable& generic_kernels();
@@ -108,5 +126,9 @@ void run_attention(const KernelTable& t, const float* q, const float* k, const f
                    const AttentionShape& shape, float* out, ThreadPool& pool);
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
+// True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)
+// instead of using matmul_mode(): Q8_0 weights, m <= kDecodeMaxRows, and t
+// has a VNNI kernel the CPU can run.
+bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m);
 
 }  // namespace strata::ops::cpu
