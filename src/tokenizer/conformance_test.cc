@@ -122,24 +122,37 @@ void for_each_decode_case(const json& t, size_t num_inputs, const Check& check) 
   }
 }
 
+// Runs every decode case of one tokenizer through `matches(ids, skip, want,
+// &got)`, reporting the first mismatches and the match count as `what`.
+template <typename Matches>
+void expect_decode_cases(const json& t, size_t num_inputs, const char* what,
+                         const Matches& matches) {
+  int failures = 0, checked = 0;
+  const auto check = [&](const std::vector<int32_t>& ids, bool skip, const std::string& want) {
+    ++checked;
+    std::string got;
+    if (matches(ids, skip, want, &got)) return;
+    if (++failures <= kMaxReportedFailures) {
+      ADD_FAILURE() << t["name"] << " " << what << "(" << ids_string(ids) << ", skip=" << skip
+                    << ")\n  want " << json(want).dump() << "\n  got  " << json(got).dump();
+    }
+  };
+  for_each_decode_case(t, num_inputs, check);
+  std::printf("conformance %s %-10s %d/%d match\n", what, t["name"].get<std::string>().c_str(),
+              checked - failures, checked);
+  EXPECT_EQ(failures, 0) << t["name"];
+}
+
 TEST(TokenizerConformance, DecodeMatchesOracle) {
   STRATA_LOAD_EXPECTED(e);
   for (const auto& t : e->doc["tokenizers"]) {
     const Tokenizer& tok = *e->tokenizers.at(t["name"]);
-    int failures = 0, checked = 0;
-    const auto check = [&](const std::vector<int32_t>& ids, bool skip, const std::string& want) {
-      ++checked;
-      const std::string got = tok.decode(ids, skip);
-      if (got == want) return;
-      if (++failures <= kMaxReportedFailures) {
-        ADD_FAILURE() << t["name"] << " decode(" << ids_string(ids) << ", skip=" << skip
-                      << ")\n  want " << json(want).dump() << "\n  got  " << json(got).dump();
-      }
-    };
-    for_each_decode_case(t, e->inputs.size(), check);
-    std::printf("conformance decode %-10s %d/%d match\n", t["name"].get<std::string>().c_str(),
-                checked - failures, checked);
-    EXPECT_EQ(failures, 0) << t["name"];
+    expect_decode_cases(t, e->inputs.size(), "decode",
+                        [&](const std::vector<int32_t>& ids, bool skip, const std::string& want,
+                            std::string* got) {
+                          *got = tok.decode(ids, skip);
+                          return *got == want;
+                        });
   }
 }
 
@@ -161,20 +174,9 @@ TEST(TokenizerConformance, IncrementalDetokenizerMatchesOracleDecode) {
   STRATA_LOAD_EXPECTED(e);
   for (const auto& t : e->doc["tokenizers"]) {
     const Tokenizer& tok = *e->tokenizers.at(t["name"]);
-    int failures = 0, checked = 0;
-    const auto check = [&](const std::vector<int32_t>& ids, bool skip, const std::string& want) {
-      ++checked;
-      std::string got;
-      if (stream_matches(tok, ids, skip, want, &got)) return;
-      if (++failures <= kMaxReportedFailures) {
-        ADD_FAILURE() << t["name"] << " stream(" << ids_string(ids) << ", skip=" << skip
-                      << ")\n  want " << json(want).dump() << "\n  got  " << json(got).dump();
-      }
-    };
-    for_each_decode_case(t, e->inputs.size(), check);
-    std::printf("conformance stream %-10s %d/%d match\n", t["name"].get<std::string>().c_str(),
-                checked - failures, checked);
-    EXPECT_EQ(failures, 0) << t["name"];
+    expect_decode_cases(t, e->inputs.size(), "stream",
+                        [&](const std::vector<int32_t>& ids, bool skip, const std::string& want,
+                            std::string* got) { return stream_matches(tok, ids, skip, want, got); });
   }
 }
 

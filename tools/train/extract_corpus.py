@@ -67,6 +67,22 @@ def group(paras, max_chars):
     return docs
 
 
+def split_at_headings(paras, heading_re, max_chars):
+    """Documents from paragraphs: a heading matching heading_re ends the current
+    document (the heading itself is dropped); long runs are grouped by size."""
+    docs, chunk = [], []
+    for p in paras:
+        if re.match(heading_re, p):
+            if chunk:
+                docs += group(chunk, max_chars)
+            chunk = []
+            continue
+        chunk.append(p)
+    if chunk:
+        docs += group(chunk, max_chars)
+    return docs
+
+
 def austen(max_chars):
     txt = rscript('library(janeaustenr); b <- austen_books(); '
                   'for (bk in levels(b$book)) { cat("@@@BOOK ", bk, "\\n", sep=""); '
@@ -76,16 +92,7 @@ def austen(max_chars):
         lines = part.split("\n")[1:]
         paras = paragraphs(lines)
         # chapter headings ("CHAPTER 1") start a new document
-        chunk = []
-        for p in paras:
-            if re.match(r"^(CHAPTER|Chapter) [0-9IVXLC]+\.?$", p):
-                if chunk:
-                    docs += group(chunk, max_chars)
-                chunk = []
-                continue
-            chunk.append(p)
-        if chunk:
-            docs += group(chunk, max_chars)
+        docs += split_at_headings(paras, r"^(CHAPTER|Chapter) [0-9IVXLC]+\.?$", max_chars)
     return docs
 
 
@@ -94,17 +101,7 @@ def mobydick(max_chars):
     start = txt.index("ETYMOLOGY.")
     end = txt.index("*** END OF THIS PROJECT GUTENBERG EBOOK")
     paras = paragraphs(txt[start:end].split("\n"))
-    docs, chunk = [], []
-    for p in paras:
-        if re.match(r"^(CHAPTER \d+\..*|Epilogue|EPILOGUE)$", p):
-            if chunk:
-                docs += group(chunk, max_chars)
-            chunk = []
-            continue
-        chunk.append(p)
-    if chunk:
-        docs += group(chunk, max_chars)
-    return docs
+    return split_at_headings(paras, r"^(CHAPTER \d+\..*|Epilogue|EPILOGUE)$", max_chars)
 
 
 def strip_osis(s):
