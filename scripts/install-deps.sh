@@ -12,6 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev libsimdjson-dev
   libdnnl-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
+  liburing-dev  # bench/fs_tier_bench only (io_uring vs threads)
   # numerical reference and test tooling (run with /usr/bin/python3)
   python3 python3-numpy python3-torch python3-jinja2 python3-yaml python3-prometheus-client curl
   # node for the npm-based oracles and API tests

@@ -20,6 +20,7 @@
 #include "model/loader/model_files.h"
 #include "model/model.h"
 #include "server/api_server.h"
+#include "server/kv_transfer_config.h"
 #include "server/model_assets.h"
 
 namespace strata::app {
@@ -40,6 +41,8 @@ struct ServeFlags {
   std::string cpu_kv_budget = "1GiB";
   std::string kv_transfer_config;
   std::string kv_events_config;
+  double kv_offloading_size_gib = 0;
+  std::string kv_offloading_backend = "native";
   int64_t seed = 0;
   std::string api_key;
   std::string chat_template;
@@ -70,8 +73,6 @@ const char* const kIgnoredValueFlags[] = {"swap-space",
                                           "chat-template-content-format",
                                           "override-generation-config",
                                           "prefix-caching-hash-algo",
-                                          "kv-offloading-size",
-                                          "kv-offloading-backend",
                                           "speculative-config",
                                           "quantization",
                                           "distributed-executor-backend",
@@ -114,7 +115,12 @@ void register_flags(FlagSet& flags, ServeFlags& f) {
   flags.add_double("gpu-memory-utilization", &f.gpu_memory_utilization,
                    "fraction of --cpu-kv-budget used for the KV cache");
   flags.add_string("cpu-kv-budget", &f.cpu_kv_budget, "memory budget for the KV cache");
-  flags.add_string("kv-transfer-config", &f.kv_transfer_config, "vLLM KV transfer config (JSON)");
+  flags.add_string("kv-transfer-config", &f.kv_transfer_config,
+                   "tiered KV cache, vLLM's OffloadingConnector JSON (host + filesystem tiers)");
+  flags.add_double("kv-offloading-size", &f.kv_offloading_size_gib,
+                   "GiB of host memory for offloaded KV (short form of --kv-transfer-config)");
+  flags.add_string("kv-offloading-backend", &f.kv_offloading_backend,
+                   "with --kv-offloading-size: native (the only backend)");
   flags.add_string("kv-events-config", &f.kv_events_config, "vLLM KV events config (JSON)");
   flags.add_int("seed", &f.seed, "seed for requests that give none");
   flags.add_string("api-key", &f.api_key, "require this key on /v1/* (also VLLM_API_KEY)");
@@ -201,8 +207,8 @@ Status check_json_flag(const std::string& name, const std::string& value) {
   if (j.is_discarded() || !j.is_object()) {
     return invalid_argument("--" + name + " expects a JSON object, got '" + value + "'");
   }
-  STRATA_LOG(kWarning) << "--" << name << " accepted; KV tiers and events arrive in a later "
-                       << "release and are not active yet";
+  STRATA_LOG(kWarning) << "--" << name << " accepted; KV events arrive in a later release "
+                       << "and are not published yet";
   return Status();
 }
 
@@ -267,6 +273,21 @@ StatusOr<Loaded> load_everything(const ServeFlags& f) {
   return l;
 }
 
+StatusOr<offload::OffloadConfig> offload_config(const ServeFlags& f) {
+  if (!f.kv_transfer_config.empty()) {
+    if (f.kv_offloading_size_gib != 0) {
+      return invalid_argument("give either --kv-transfer-config or --kv-offloading-size, not both");
+    }
+    return server::parse_kv_transfer_config(f.kv_transfer_config, f.block_size);
+  }
+  if (f.kv_offloading_size_gib == 0) return offload::OffloadConfig{};
+  if (f.kv_offloading_backend != "native") {
+    return invalid_argument("--kv-offloading-backend must be native, got '" +
+                            f.kv_offloading_backend + "'");
+  }
+  return server::kv_offloading_size_config(f.kv_offloading_size_gib);
+}
+
 StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, int64_t max_model_len) {
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = f.max_num_seqs;
@@ -284,6 +305,7 @@ StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, int64_t max_mo
     }
     c.kv_cache_memory_bytes = static_cast<int64_t>(budget * f.gpu_memory_utilization);
   }
+  STRATA_ASSIGN_OR_RETURN(c.offload, offload_config(f));
   return c;
 }
 
@@ -340,7 +362,6 @@ server::ServerConfig server_config(const ServeFlags& f, const Loaded& l, int64_t
 }
 
 Status check_flags(const ServeFlags& f) {
-  STRATA_RETURN_IF_ERROR(check_json_flag("kv-transfer-config", f.kv_transfer_config));
   STRATA_RETURN_IF_ERROR(check_json_flag("kv-events-config", f.kv_events_config));
   if (f.dtype != "auto" && f.dtype != "float32" && f.dtype != "float" && f.dtype != "bfloat16") {
     if (f.dtype == "half" || f.dtype == "float16") {

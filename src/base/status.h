@@ -57,6 +57,9 @@ inline Status data_loss(std::string m) { return {StatusCode::kDataLoss, std::mov
 inline Status unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status resource_exhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
 
 // Either a value or a non-ok Status.
 template <typename T>

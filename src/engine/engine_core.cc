@@ -58,7 +58,36 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(const model::Model& mod
         "; raise --kv-cache-memory (one token needs " +
         std::to_string(model.kv_bytes_per_block(1)) + " bytes) or lower --max-model-len");
   }
-  return std::unique_ptr<EngineCore>(new EngineCore(model, config, num_blocks, pool));
+  std::unique_ptr<EngineCore> core(new EngineCore(model, config, num_blocks, pool));
+  if (config.offload.enabled) {
+    const model::ModelConfig& c = model.config();
+    offload::ChunkFormat format;
+    format.model_fingerprint = core->extra_keys_.model_fingerprint;
+    format.kv_dtype = core->extra_keys_.kv_dtype;
+    format.num_layers = c.num_hidden_layers;
+    format.num_kv_heads = c.num_key_value_heads;
+    format.head_dim = c.head_dim;
+    format.block_size = config.block_size;
+    format.blocks_per_chunk = config.offload.blocks_per_chunk;
+    STRATA_ASSIGN_OR_RETURN(core->connector_,
+                            offload::OffloadingConnector::create(config.offload, format, core->kv_,
+                                                                 core->runner_.kv_arena()));
+    core->scheduler_.set_connector(core->connector_.get());
+  }
+  return core;
+}
+
+bool EngineCore::reset_prefix_cache() {
+  if (!kv_.pool().reset_prefix_cache()) return false;
+  if (connector_ != nullptr) connector_->reset_host_tier();
+  return true;
+}
+
+void EngineCore::wait_for_offload() {
+  if (connector_ == nullptr) return;
+  for (const offload::FinishedLoad& load : connector_->drain()) {
+    scheduler_.finish_kv_load(load.request_id, load.num_tokens);
+  }
 }
 
 EngineCore::EngineCore(const model::Model& model, const EngineConfig& config, int64_t num_blocks,
@@ -134,10 +163,19 @@ bool EngineCore::finish_request(const std::string& request_id, scheduler::Reques
 std::vector<RequestOutput> EngineCore::step() {
   std::vector<RequestOutput> outputs;
   outputs.swap(aborted_);
+  if (connector_ != nullptr) {
+    for (const offload::FinishedLoad& load : connector_->poll()) {
+      scheduler_.finish_kv_load(load.request_id, load.num_tokens);
+    }
+  }
   scheduler::SchedulerOutput plan = scheduler_.schedule();
   for (kv::RequestKey key : plan.finished_request_keys) runner_.remove_request(key);
   if (plan.scheduled.empty()) {
     scheduler_.release_finished();
+    // Nothing to compute: only KV copies are pending; let them progress.
+    if (connector_ != nullptr && has_unfinished_requests()) {
+      connector_->wait_for_progress(std::chrono::milliseconds(2));
+    }
     return outputs;
   }
   ++num_steps_;
@@ -149,6 +187,8 @@ std::vector<RequestOutput> EngineCore::step() {
     arrival_.erase(it);
   }
   runner::StepResult step = runner_.execute(plan, kv_);
+  // The forward pass is complete: its full chunks may be copied out now.
+  if (connector_ != nullptr) connector_->store_computed(plan);
   std::vector<runner::SampledToken>& sampled = step.sampled;
   std::vector<int32_t> ids(sampled.size());
   for (size_t i = 0; i < sampled.size(); ++i) {
@@ -200,6 +240,16 @@ EngineStats EngineCore::stats() const {
   s.num_running = scheduler_.num_running();
   s.num_waiting = scheduler_.num_waiting();
   s.kv_cache_usage = kv_.pool().usage();
+  const scheduler::SchedulerStats& ss = scheduler_.stats();
+  s.external_prefix_cache_queries = ss.external_queries_tokens;
+  s.external_prefix_cache_hits = ss.external_hit_tokens;
+  s.prompt_tokens_local_compute = ss.prompt_tokens_local_compute;
+  s.prompt_tokens_local_cache_hit = ss.prompt_tokens_local_cache_hit;
+  s.prompt_tokens_external = ss.prompt_tokens_external;
+  if (connector_ != nullptr) {
+    s.offload_enabled = true;
+    s.offload = connector_->stats();
+  }
   return s;
 }
 

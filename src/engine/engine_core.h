@@ -24,6 +24,8 @@
 #include "base/thread_pool.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
+#include "offload/transfer/offload_config.h"
+#include "offload/transfer/offloading_connector.h"
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
 #include "scheduler/scheduler.h"
@@ -36,6 +38,7 @@ struct EngineConfig {
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;
   int64_t num_blocks = 0;  // when > 0, overrides kv_cache_memory_bytes
   bool enable_prefix_caching = true;
+  offload::OffloadConfig offload;  // the tiered KV cache (off unless enabled)
 };
 
 struct EngineRequest {
@@ -76,6 +79,15 @@ struct EngineStats {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
   double kv_cache_usage = 0.0;
+  // Tiered KV cache (zero without it): tokens asked of / served by the tiers,
+  // prompt tokens by origin, and each tier's counters ("cpu" first).
+  int64_t external_prefix_cache_queries = 0;
+  int64_t external_prefix_cache_hits = 0;
+  int64_t prompt_tokens_local_compute = 0;
+  int64_t prompt_tokens_local_cache_hit = 0;
+  int64_t prompt_tokens_external = 0;
+  bool offload_enabled = false;
+  offload::ConnectorStats offload;
 };
 
 class EngineCore {
@@ -101,12 +113,20 @@ class EngineCore {
                          const EngineRequest& request);
 
   std::vector<RequestOutput> step();
-  bool has_unfinished_requests() const { return scheduler_.has_unfinished_requests(); }
+  // Requests not finished yet, or KV copies to the tiers still in flight (the
+  // engine keeps stepping until they land).
+  bool has_unfinished_requests() const {
+    return scheduler_.has_unfinished_requests() ||
+           (connector_ != nullptr && connector_->has_pending_work());
+  }
+  // Waits for every KV copy and tier write in flight (tests, shutdown).
+  void wait_for_offload();
   EngineStats stats() const;
   int64_t num_kv_blocks() const { return kv_.pool().num_blocks(); }
   const std::string& model_fingerprint() const { return extra_keys_.model_fingerprint; }
-  // Drops every cached prefix; false while requests hold blocks.
-  bool reset_prefix_cache() { return kv_.pool().reset_prefix_cache(); }
+  // Drops every cached prefix from the KV pool and the host tier (secondary
+  // tiers keep theirs); false while requests hold blocks.
+  bool reset_prefix_cache();
 
  private:
   EngineCore(const model::Model& model, const EngineConfig& config, int64_t num_blocks,
@@ -127,6 +147,8 @@ class EngineCore {
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> arrival_;
   std::unordered_map<std::string, double> pending_queue_time_;
   int64_t num_steps_ = 0;
+  // Declared last: destroyed first, while the pool and arena it copies still exist.
+  std::unique_ptr<offload::OffloadingConnector> connector_;
 };
 
 // A content fingerprint of the model (architecture, shapes, dtypes and a

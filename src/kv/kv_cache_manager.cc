@@ -16,7 +16,7 @@ int64_t KvCacheManager::num_blocks_for(int64_t num_tokens) const {
 }
 
 ComputedBlocks KvCacheManager::get_computed_blocks(std::span<const BlockHash> block_hashes,
-                                                   int64_t num_tokens) {
+                                                   int64_t num_tokens) const {
   ComputedBlocks out;
   if (!pool_.enable_caching()) return out;
   // At most (num_tokens - 1) tokens may come from the cache.
@@ -28,9 +28,12 @@ ComputedBlocks KvCacheManager::get_computed_blocks(std::span<const BlockHash> bl
     out.block_ids.push_back(*id);
   }
   out.num_computed_tokens = static_cast<int64_t>(out.block_ids.size()) * block_size_;
-  pool_.stats().num_queries_tokens += num_tokens;
-  pool_.stats().num_hit_tokens += out.num_computed_tokens;
   return out;
+}
+
+void KvCacheManager::record_query(int64_t num_tokens, int64_t num_hit_tokens) {
+  pool_.stats().num_queries_tokens += num_tokens;
+  pool_.stats().num_hit_tokens += num_hit_tokens;
 }
 
 bool KvCacheManager::allocate_slots(RequestKey key, int64_t num_computed_tokens,

@@ -44,9 +44,13 @@ class KvCacheManager {
 
   // Longest run of leading full blocks whose hashes are cached. Stops one
   // token short of `num_tokens` (the last token is always computed so the
-  // step produces logits). Counts the query in the pool's stats.
+  // step produces logits). Changes nothing (see record_query).
   ComputedBlocks get_computed_blocks(std::span<const BlockHash> block_hashes,
-                                     int64_t num_tokens);
+                                     int64_t num_tokens) const;
+  // Counts one prefix-cache query in the pool's stats, when the scheduler
+  // admits the request (a request that waits is asked again; that is not a
+  // new query).
+  void record_query(int64_t num_tokens, int64_t num_hit_tokens);
 
   // Gives request `key` room for `num_new_tokens` more tokens after its
   // `num_computed_tokens` (which include `new_computed`, blocks from

@@ -60,6 +60,8 @@ class ModelRunner {
   StepResult execute(const scheduler::SchedulerOutput& output, const kv::KvCacheManager& kv);
 
   int64_t num_forward_tokens() const { return num_forward_tokens_; }
+  // The KV pool's memory (the tiered KV cache copies blocks in and out).
+  attention::KvArena& kv_arena() { return arena_; }
 
  private:
   struct RequestState {

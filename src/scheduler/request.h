@@ -23,6 +23,7 @@ namespace strata::scheduler {
 
 enum class RequestStatus {
   kWaiting,
+  kWaitingForRemoteKvs,  // KV-pool blocks allocated; a tier is copying its prefix in
   kRunning,
   kPreempted,
   kFinishedStopped,   // EOS, a stop token or a stop string
@@ -60,8 +61,14 @@ class Request {
   const std::vector<kv::BlockHash>& block_hashes() const { return block_hashes_; }
 
   int64_t num_computed_tokens = 0;
-  // Prompt tokens served from the prefix cache at first scheduling (usage's cached_tokens).
+  // Prompt tokens served from the KV pool or a tier at first scheduling
+  // (usage's cached_tokens); -1 until then.
   int64_t num_cached_tokens = -1;
+  // Of those, the tokens a tier loaded (the rest were KV-pool hits).
+  int64_t num_external_cached_tokens = 0;
+  // num_computed_tokens already counts KV a tier loaded into this request's
+  // blocks: admit it from there without another lookup.
+  bool has_loaded_kv = false;
   int64_t num_preemptions = 0;
   RequestStatus status = RequestStatus::kWaiting;
   // Prompt logprobs need every prompt position computed, so such requests

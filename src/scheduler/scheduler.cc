@@ -6,8 +6,8 @@
 
 namespace strata::scheduler {
 
-Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheManager& kv)
-    : config_(config), kv_(kv) {
+Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheManager& kv, KvConnector* connector)
+    : config_(config), kv_(kv), connector_(connector) {
   STRATA_CHECK(config_.max_num_batched_tokens > 0 && config_.max_num_seqs > 0);
 }
 
@@ -77,25 +77,94 @@ void Scheduler::schedule_running(SchedulerOutput& out, int64_t& budget) {
   }
 }
 
-void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
-    Request* r = waiting_.front();
-    kv::ComputedBlocks hit;
+void Scheduler::record_first_schedule(Request* r, int64_t num_local_hit, int64_t num_external) {
+  kv_.record_query(r->num_tokens(), num_local_hit);
+  if (r->num_cached_tokens >= 0) return;  // resumed after preemption: counted once
+  r->num_cached_tokens = num_local_hit + num_external;
+  r->num_external_cached_tokens = num_external;
+  stats_.prompt_tokens_local_cache_hit += num_local_hit;
+  stats_.prompt_tokens_external += num_external;
+  stats_.prompt_tokens_local_compute += r->num_prompt_tokens() - num_local_hit - num_external;
+}
+
+Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& budget) {
+  if (r->status == RequestStatus::kWaitingForRemoteKvs) return Admit::kSkip;
+  kv::ComputedBlocks hit;
+  int64_t num_computed = 0;
+  if (r->has_loaded_kv) {
+    num_computed = r->num_computed_tokens;  // blocks already in its table
+  } else {
     if (!r->skip_prefix_cache) hit = kv_.get_computed_blocks(r->block_hashes(), r->num_tokens());
-    const int64_t num_computed = hit.num_computed_tokens;
-    const int64_t remaining = r->num_tokens() - num_computed;
-    if (!config_.enable_chunked_prefill && remaining > budget) break;
-    const int64_t n = chunk_size(*r, num_computed, budget);
-    if (!kv_.allocate_slots(r->key(), num_computed, n, hit, r->block_hashes())) break;
-    waiting_.pop_front();
-    running_.push_back(r);
-    r->status = RequestStatus::kRunning;
-    r->num_computed_tokens = num_computed;
-    if (r->num_cached_tokens < 0) r->num_cached_tokens = num_computed;
-    out.scheduled.push_back({r, num_computed, n, num_computed + n == r->num_tokens()});
-    budget -= n;
+    num_computed = hit.num_computed_tokens;
+    if (connector_ != nullptr && !r->skip_prefix_cache) {
+      std::optional<int64_t> external = connector_->get_num_new_matched_tokens(*r, num_computed);
+      if (!external) return Admit::kSkip;  // a tier is promoting; ask next step
+      stats_.external_queries_tokens += r->num_tokens();
+      if (*external > 0) {
+        // Blocks for the whole sequence, not just the loaded part: a request
+        // that waits holding half of what it needs could deadlock with others
+        // doing the same, since waiting requests are never preempted. Only the
+        // KV-pool hits are cacheable now; the loaded blocks become findable
+        // when their copy is done (finish_kv_load).
+        const auto pool_hashes = std::span(r->block_hashes()).first(hit.block_ids.size());
+        if (!kv_.allocate_slots(r->key(), num_computed, r->num_tokens() - num_computed, hit,
+                                pool_hashes)) {
+          return Admit::kStop;
+        }
+        stats_.external_hit_tokens += *external;
+        record_first_schedule(r, num_computed, *external);
+        r->num_computed_tokens = num_computed;
+        r->status = RequestStatus::kWaitingForRemoteKvs;
+        ++num_loading_;
+        connector_->start_load(*r, kv_.block_ids(r->key()), num_computed, *external);
+        return Admit::kLoading;
+      }
+    }
   }
+  const int64_t remaining = r->num_tokens() - num_computed;
+  if (!config_.enable_chunked_prefill && remaining > budget) return Admit::kStop;
+  const int64_t n = chunk_size(*r, num_computed, budget);
+  if (!kv_.allocate_slots(r->key(), num_computed, n, hit, r->block_hashes())) return Admit::kStop;
+  if (!r->has_loaded_kv) record_first_schedule(r, num_computed, 0);
+  r->has_loaded_kv = false;
+  r->status = RequestStatus::kRunning;
+  r->num_computed_tokens = num_computed;
+  out.scheduled.push_back({r, num_computed, n, num_computed + n == r->num_tokens()});
+  budget -= n;
+  return Admit::kScheduled;
+}
+
+void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
+  size_t idx = 0;
+  while (idx < waiting_.size() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+    Request* r = waiting_[idx];
+    const Admit result = admit(r, out, budget);
+    if (result == Admit::kStop) break;
+    if (result == Admit::kSkip || result == Admit::kLoading) {
+      ++idx;
+      continue;
+    }
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(idx));
+    running_.push_back(r);
+  }
+}
+
+void Scheduler::finish_kv_load(const std::string& request_id, int64_t num_loaded_tokens) {
+  --num_loading_;
+  if (auto it = free_after_load_.find(request_id); it != free_after_load_.end()) {
+    kv_.free(it->second);
+    free_after_load_.erase(it);
+    return;
+  }
+  auto it = requests_.find(request_id);
+  STRATA_CHECK(it != requests_.end()) << "load finished for unknown request " << request_id;
+  Request* r = it->second.get();
+  STRATA_CHECK(r->status == RequestStatus::kWaitingForRemoteKvs);
+  r->num_computed_tokens += num_loaded_tokens;
+  kv_.cache_full_blocks(r->key(), r->block_hashes(), r->num_computed_tokens);
+  r->has_loaded_kv = true;
+  r->status = RequestStatus::kWaiting;
 }
 
 SchedulerOutput Scheduler::schedule() {
@@ -155,7 +224,12 @@ void Scheduler::finish(Request* r, RequestStatus status) {
     auto it = std::find(waiting_.begin(), waiting_.end(), r);
     if (it != waiting_.end()) waiting_.erase(it);
   }
-  kv_.free(r->key());
+  if (r->status == RequestStatus::kWaitingForRemoteKvs) {
+    free_after_load_.emplace(r->request_id(), r->key());  // the copy still writes its blocks
+  } else {
+    kv_.free(r->key());
+  }
+  if (connector_ != nullptr) connector_->request_finished(*r);
   r->status = status;
   finished_.push_back(r);
   finished_keys_.push_back(r->key());

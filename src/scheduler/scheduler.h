@@ -10,7 +10,11 @@
 //      whatever prefix is still cached).
 //   2. if nothing was preempted, waiting requests are admitted FCFS while the
 //      budget, --max-num-seqs and the KV pool allow, starting after their
-//      longest cached prefix.
+//      longest cached prefix. With a KvConnector (tiered KV cache), the
+//      connector is then asked how many further tokens its tiers can load: a
+//      request with such a hit gets its blocks and waits for the copy
+//      (kWaitingForRemoteKvs) while later requests are admitted; a request
+//      whose lookup must be retried is skipped this step.
 // update_from_output() appends the sampled tokens and finishes requests that
 // hit EOS, a stop token, max_tokens or max_model_len.
 //
@@ -27,6 +31,7 @@
 
 #include "base/status.h"
 #include "kv/kv_cache_manager.h"
+#include "scheduler/kv_connector.h"
 #include "scheduler/request.h"
 
 namespace strata::scheduler {
@@ -64,11 +69,21 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t num_prompt_tokens_computed = 0;  // prompt tokens actually run (not cache hits)
   int64_t num_generation_tokens = 0;
+  // Prompt tokens by origin at each request's first scheduling
+  // (vllm:prompt_tokens_by_source_total); the three sum to the prompt tokens.
+  int64_t prompt_tokens_local_compute = 0;
+  int64_t prompt_tokens_local_cache_hit = 0;
+  int64_t prompt_tokens_external = 0;
+  // Connector lookups at admission, in tokens (vllm:external_prefix_cache_*).
+  int64_t external_queries_tokens = 0;
+  int64_t external_hit_tokens = 0;
 };
 
 class Scheduler {
  public:
-  Scheduler(SchedulerConfig config, kv::KvCacheManager& kv);
+  // `connector` may be null (no tiered KV cache); it must outlive the scheduler.
+  Scheduler(SchedulerConfig config, kv::KvCacheManager& kv, KvConnector* connector = nullptr);
+  void set_connector(KvConnector* connector) { connector_ = connector; }
 
   // Queues a request. Errors (nothing queued): a prompt longer than
   // max_model_len, or one that could never fit in the KV pool.
@@ -88,10 +103,18 @@ class Scheduler {
   // Releases finished requests (the caller has consumed their last update).
   void release_finished();
 
+  // A load started by KvConnector::start_load finished with its first
+  // `num_loaded_tokens` tokens in place (all of them unless a copy failed).
+  // The request becomes schedulable from there; if it was finished while
+  // loading, its blocks are freed now.
+  void finish_kv_load(const std::string& request_id, int64_t num_loaded_tokens);
+
   const Request* find(const std::string& request_id) const;
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
   bool has_unfinished_requests() const { return !waiting_.empty() || !running_.empty(); }
+  // Loads in flight (including those of requests finished meanwhile).
+  int64_t num_loading() const { return num_loading_; }
   const SchedulerConfig& config() const { return config_; }
   const SchedulerStats& stats() const { return stats_; }
 
@@ -99,12 +122,20 @@ class Scheduler {
   int64_t chunk_size(const Request& r, int64_t num_computed, int64_t budget) const;
   void schedule_running(SchedulerOutput& out, int64_t& budget);
   void schedule_waiting(SchedulerOutput& out, int64_t& budget);
+  // Admits waiting_[idx] if it fits. Returns how to go on.
+  enum class Admit { kScheduled, kLoading, kSkip, kStop };
+  Admit admit(Request* r, SchedulerOutput& out, int64_t& budget);
+  void record_first_schedule(Request* r, int64_t num_local_hit, int64_t num_external);
   void preempt(Request* victim, SchedulerOutput& out);
   bool check_stop(Request& r, int32_t token);
   void finish(Request* r, RequestStatus status);
 
   SchedulerConfig config_;
   kv::KvCacheManager& kv_;
+  KvConnector* connector_;
+  // Requests finished while their load was in flight: key freed at load end.
+  std::unordered_map<std::string, kv::RequestKey> free_after_load_;
+  int64_t num_loading_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;

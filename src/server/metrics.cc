@@ -127,6 +127,103 @@ void Metrics::render_histogram(std::string* out, const std::string& name, const 
   out->append(name + "_sum" + labels() + " " + num(h.sum()) + "\n");
 }
 
+void Metrics::render_offload(std::string* out, const engine::EngineStats& s) const {
+  auto counter = [&](const std::string& name, const char* help, double v) {
+    header(out, name + "_total", "counter", help);
+    out->append(name + "_total" + labels() + " " + num(v) + "\n");
+  };
+  counter("vllm:external_prefix_cache_queries",
+          "External prefix cache queries from KV connector cross-instance cache sharing, in terms "
+          "of number of queried tokens.",
+          static_cast<double>(s.external_prefix_cache_queries));
+  counter("vllm:external_prefix_cache_hits",
+          "External prefix cache hits from KV connector cross-instance cache sharing, in terms of "
+          "number of cached tokens.",
+          static_cast<double>(s.external_prefix_cache_hits));
+  header(out, "vllm:prompt_tokens_by_source_total", "counter",
+         "Number of prompt tokens by source.");
+  const std::pair<const char*, int64_t> sources[] = {
+      {"local_compute", s.prompt_tokens_local_compute},
+      {"local_cache_hit", s.prompt_tokens_local_cache_hit},
+      {"external_kv_transfer", s.prompt_tokens_external}};
+  for (const auto& [source, n] : sources) {
+    out->append("vllm:prompt_tokens_by_source_total" +
+                labels("source=\"" + std::string(source) + "\"") + " " +
+                num(static_cast<double>(n)) + "\n");
+  }
+  if (!s.offload_enabled) return;
+  const offload::ConnectorStats& o = s.offload;
+  const offload::TierStats& cpu = o.tiers.front();
+  counter("vllm:kv_offload_load_bytes", "Bytes copied from the host tier into the KV pool.",
+          static_cast<double>(cpu.load_bytes));
+  counter("vllm:kv_offload_load_time", "Seconds spent copying host tier -> KV pool.",
+          cpu.load_seconds);
+  counter("vllm:kv_offload_store_bytes", "Bytes copied from the KV pool into the host tier.",
+          static_cast<double>(cpu.store_bytes));
+  counter("vllm:kv_offload_store_time", "Seconds spent copying KV pool -> host tier.",
+          cpu.store_seconds);
+  header(out, "vllm:kv_offload_cpu_cache_usage_perc", "gauge", "Host tier usage, 0..1.");
+  out->append("vllm:kv_offload_cpu_cache_usage_perc" + labels() + " " +
+              num(cpu.capacity_bytes > 0 ? static_cast<double>(cpu.used_bytes) /
+                                               static_cast<double>(cpu.capacity_bytes)
+                                         : 0.0) +
+              "\n");
+  counter("vllm:kv_offload_tiering_promotion_allocation_failures",
+          "Secondary-tier hits not promoted for lack of a free host slot.",
+          static_cast<double>(o.promotion_allocation_failures));
+  counter("strata:kv_offload_load_wait_timeouts",
+          "Requests that stopped waiting for a slow tier and recomputed instead.",
+          static_cast<double>(o.load_wait_timeouts));
+  using Field = double (*)(const offload::TierStats&);
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    Field value;
+  };
+  static const Series kSeries[] = {
+      {"vllm:kv_offload_tiering_chunk_queries_total", "counter", "Chunk lookups answered per tier.",
+       [](const offload::TierStats& t) { return double(t.chunk_lookups); }},
+      {"vllm:kv_offload_tiering_chunk_hits_total", "counter", "Chunk lookup hits per tier.",
+       [](const offload::TierStats& t) { return double(t.chunk_hits); }},
+      {"vllm:kv_offload_tiering_read_bytes_total", "counter", "Bytes read out of the tier.",
+       [](const offload::TierStats& t) { return double(t.load_bytes); }},
+      {"vllm:kv_offload_tiering_read_time_total", "counter", "Seconds spent reading the tier.",
+       [](const offload::TierStats& t) { return t.load_seconds; }},
+      {"vllm:kv_offload_tiering_write_bytes_total", "counter", "Bytes written into the tier.",
+       [](const offload::TierStats& t) { return double(t.store_bytes); }},
+      {"vllm:kv_offload_tiering_write_time_total", "counter", "Seconds spent writing the tier.",
+       [](const offload::TierStats& t) { return t.store_seconds; }},
+      {"vllm:kv_offload_tiering_promotion_job_failures_total", "counter",
+       "Chunks whose load from the tier failed (recomputed).",
+       [](const offload::TierStats& t) { return double(t.load_failures); }},
+      {"vllm:kv_offload_tiering_cascade_job_failures_total", "counter",
+       "Chunks whose store into the tier failed.",
+       [](const offload::TierStats& t) { return double(t.store_failures); }},
+      {"strata:kv_tier_hit_tokens_total", "counter",
+       "Prompt tokens served from the tier (each token counted in exactly one tier).",
+       [](const offload::TierStats& t) { return double(t.hit_tokens); }},
+      {"strata:kv_tier_evictions_total", "counter", "Chunks evicted from the tier.",
+       [](const offload::TierStats& t) { return double(t.evictions); }},
+      {"strata:kv_tier_stores_skipped_total", "counter",
+       "Chunks not stored: already present, or no room.",
+       [](const offload::TierStats& t) { return double(t.stores_skipped); }},
+      {"strata:kv_tier_used_bytes", "gauge", "Bytes the tier holds now.",
+       [](const offload::TierStats& t) { return double(t.used_bytes); }},
+      {"strata:kv_tier_capacity_bytes", "gauge", "The tier's capacity (0 = unbounded).",
+       [](const offload::TierStats& t) { return double(t.capacity_bytes); }},
+      {"strata:kv_tier_chunks", "gauge", "Chunks the tier holds now.",
+       [](const offload::TierStats& t) { return double(t.num_chunks); }},
+  };
+  for (const Series& series : kSeries) {
+    header(out, series.name, series.type, series.help);
+    for (const offload::TierStats& t : o.tiers) {
+      out->append(std::string(series.name) + labels("tier=\"" + escape_label(t.tier) + "\"") +
+                  " " + num(series.value(t)) + "\n");
+    }
+  }
+}
+
 std::string Metrics::render(const engine::EngineStats& s) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
@@ -161,6 +258,7 @@ std::string Metrics::render(const engine::EngineStats& s) const {
     out.append("vllm:request_success_total" + labels("finished_reason=\"" + reason + "\"") + " " +
                num(static_cast<double>(n)) + "\n");
   }
+  render_offload(&out, s);
   header(&out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
   out.append("vllm:cache_config_info{block_size=\"" + std::to_string(cache_.block_size) +
              "\",cache_dtype=\"auto\",enable_prefix_caching=\"" +

@@ -9,6 +9,14 @@
 //              vllm:prompt_tokens, vllm:generation_tokens,
 //              vllm:request_success{finished_reason} (server side)
 //              named with the _total suffix (as prometheus_client writes them)
+//   tiered KV  vllm:external_prefix_cache_{queries,hits}_total,
+//              vllm:prompt_tokens_by_source_total{source}, vllm:kv_offload_{load,store}_
+//              {bytes,time}_total (KV pool <-> host), vllm:kv_offload_cpu_cache_usage_perc,
+//              per tier{tier="cpu"|"fs"}: vllm:kv_offload_tiering_chunk_{queries,hits}_total,
+//              vllm:kv_offload_tiering_{read,write}_{bytes,time}_total,
+//              strata:kv_tier_{hit_tokens,load_failures,store_failures,evictions,
+//              stores_skipped}_total, strata:kv_tier_{used_bytes,capacity_bytes,chunks};
+//              vllm:kv_offload_tiering_{promotion,cascade}_job_failures_total
 //   histograms vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 //              vllm:e2e_request_latency_seconds, vllm:request_prompt_tokens,
 //              vllm:request_generation_tokens (vLLM's buckets)
@@ -67,6 +75,7 @@ class Metrics {
 
  private:
   std::string labels(const std::string& extra = "") const;
+  void render_offload(std::string* out, const engine::EngineStats& s) const;
   void render_histogram(std::string* out, const std::string& name, const std::string& help,
                         const Histogram& h) const;
 

@@ -1,0 +1,86 @@
+// How one chunk of KV is laid out in host memory and framed in a secondary
+// tier (file, object, peer message). Shared by every tier so that bytes
+// written by one process, machine or tier type are read by any other.
+//
+// Canonical payload (format v1, the host tier's slot contents):
+//   for layer in 0 .. num_layers-1:
+//     K  [num_tokens, num_kv_heads, head_dim]  f32 little-endian
+//     V  [num_tokens, num_kv_heads, head_dim]  f32 little-endian
+// where num_tokens = blocks_per_chunk * block_size, tokens in prompt order.
+// It depends only on the model and the chunk size, never on thread counts,
+// batch settings or the KV pool's block ids.
+//
+// Framed chunk (what a secondary tier stores) = ChunkHeader (kHeaderBytes,
+// little-endian fields, below) followed by the payload.
+//
+//   off  size  field
+//     0     8  magic "STRKVCH1"
+//     8     4  format_version (1)
+//    12     4  header_bytes (96)
+//    16    16  namespace_id: XXH3-128 of ChunkFormat::namespace_string()
+//    32    16  key: the chunk key (kv::BlockHash low, high)
+//    48     8  payload_bytes
+//    56     8  payload_checksum: XXH3-64 of the payload, seed 0
+//    64    24  reserved, zero
+//    88     8  header_checksum: XXH3-64 of bytes [0, 88), seed 0
+//
+// Pure functions and plain data; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "kv/block_hash.h"
+
+namespace strata::offload {
+
+using ChunkKey = kv::BlockHash;
+
+inline constexpr uint32_t kChunkFormatVersion = 1;
+inline constexpr int64_t kHeaderBytes = 96;
+
+// Everything that determines a chunk's bytes besides its key.
+struct ChunkFormat {
+  std::string model_fingerprint;  // engine::model_fingerprint()
+  std::string kv_dtype = "f32";
+  int64_t num_layers = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t block_size = 0;        // tokens per KV-pool block
+  int64_t blocks_per_chunk = 1;
+
+  int64_t tokens_per_chunk() const { return block_size * blocks_per_chunk; }
+  // Payload size: num_layers * 2 * tokens * heads * head_dim * 4.
+  int64_t payload_bytes() const;
+  // "strata-kv-v1;model=<fp>;dtype=f32;layers=..;kv_heads=..;head_dim=..;tokens=.."
+  // Two formats share stored chunks exactly when these strings are equal.
+  // In model and dtype, ';', '=', '%', spaces and non-ASCII bytes are written
+  // as %XX so that no two formats give the same string.
+  std::string namespace_string() const;
+  // 32 hex digits of XXH3-128(namespace_string()): the directory / prefix
+  // under which a tier keeps this format's chunks.
+  std::string namespace_id_hex() const;
+};
+
+struct ChunkHeader {
+  kv::BlockHash namespace_id;
+  ChunkKey key;
+  uint64_t payload_bytes = 0;
+  uint64_t payload_checksum = 0;
+};
+
+// Header for `payload` stored under `key`; writes kHeaderBytes into `out`.
+void encode_chunk_header(const ChunkFormat& format, const ChunkKey& key,
+                         std::span<const uint8_t> payload, std::span<uint8_t, kHeaderBytes> out);
+
+// Checks a header read back for `key`: magic, version, header checksum,
+// namespace, key and payload size. The message says which field is wrong
+// ("chunk header: key mismatch: file has ..., expected ..."). Does not check
+// the payload; call verify_chunk_payload once it is read.
+StatusOr<ChunkHeader> decode_chunk_header(const ChunkFormat& format, const ChunkKey& key,
+                                          std::span<const uint8_t> header);
+Status verify_chunk_payload(const ChunkHeader& header, std::span<const uint8_t> payload);
+
+}  // namespace strata::offload

@@ -1,0 +1,572 @@
+#include "offload/tiers/fs_tier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "offload/policy/eviction_policy.h"
+#include "offload/tiers/fs_chunk_files.h"
+#include "offload/tiers/io_thread_pool.h"
+
+namespace strata::offload {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using fs_files::check_format_file;
+using fs_files::check_writable;
+using fs_files::chunk_file_path;
+using fs_files::errno_text;
+using fs_files::make_dir;
+using fs_files::make_dirs;
+using fs_files::preadv_all;
+using fs_files::pwritev_all;
+using fs_files::scan_namespace;
+using fs_files::ScannedFile;
+using fs_files::shard_dir;
+using fs_files::strip_trailing_slashes;
+using fs_files::temp_path_for;
+
+// Negative answers stay in memory this long past their expiry so that one
+// produced by a probe is delivered at least once even with miss_ttl_ms = 0.
+constexpr auto kMissSweepGrace = std::chrono::seconds(10);
+
+// Warn for the first failures, then at powers of two: a full disk must not
+// flood the log with one line per chunk.
+bool should_log_failure(int64_t num_failures) {
+  return num_failures <= 8 || (num_failures & (num_failures - 1)) == 0;
+}
+
+// One submitted job while its per-key tasks run on I/O threads.
+struct JobState {
+  TierJob job;
+  std::vector<uint8_t> ok;  // per key; not vector<bool>: tasks write neighbours concurrently
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int64_t> remaining{0};
+  std::atomic<int64_t> first_start_ns{0};  // steady clock; 0 = no task started yet
+};
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// SecondaryTier over one namespace directory (behaviour in fs_tier.h). The
+// engine thread and the I/O threads share the state below mu_; both hold it
+// only for bookkeeping, never across a filesystem call, so the engine thread
+// never waits for the disk.
+class FsTier final : public SecondaryTier {
+ public:
+  FsTier(const FsTierConfig& config, const ChunkFormat& format, const HostRegion& region,
+         std::string ns_dir, const std::vector<ScannedFile>& scanned)
+      : config_(config),
+        format_(format),
+        region_(region),
+        ns_dir_(std::move(ns_dir)),
+        payload_bytes_(format.payload_bytes()),
+        file_bytes_(kHeaderBytes + format.payload_bytes()),
+        lru_(std::move(make_eviction_policy("lru", 0).value())),
+        pool_(config.n_read_threads, config.n_write_threads) {
+    for (const ScannedFile& f : scanned) add_to_index_locked(f.key, f.bytes);
+  }
+
+  ~FsTier() override { drain(); }
+
+  const std::string& name() const override { return name_; }
+
+  LookupResult lookup(const ChunkKey& key) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Clock::time_point now = Clock::now();
+      sweep_misses_locked(now);
+      if (index_.count(key) != 0) {
+        lru_->touch(key);
+        ++stats_.chunk_lookups;
+        ++stats_.chunk_hits;
+        return LookupResult::kHit;
+      }
+      if (storing_.count(key) != 0 || probing_.count(key) != 0) return LookupResult::kRetry;
+      auto miss = misses_.find(key);
+      if (miss != misses_.end()) {
+        if (!miss->second.is_delivered || now < miss->second.expires) {
+          miss->second.is_delivered = true;
+          ++stats_.chunk_lookups;
+          return LookupResult::kMiss;
+        }
+        misses_.erase(miss);
+      }
+      probing_.insert(key);
+    }
+    pool_.submit(IoThreadPool::Queue::kRead, [this, key] { run_probe(key); });
+    return LookupResult::kRetry;
+  }
+
+  void submit_store(TierJob job) override {
+    check_job(job);
+    auto state = make_state(std::move(job));
+    std::vector<size_t> to_write;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < state->job.keys.size(); ++i) {
+        const ChunkKey& key = state->job.keys[i];
+        // Held, or being written by an earlier job (or earlier in this one).
+        if (index_.count(key) != 0 || storing_.count(key) != 0) {
+          state->ok[i] = 1;
+          ++stats_.stores_skipped;
+          continue;
+        }
+        storing_.insert(key);
+        to_write.push_back(i);
+      }
+    }
+    if (to_write.empty()) return finish_job(*state, /*is_load=*/false);
+    state->remaining = static_cast<int64_t>(to_write.size());
+    for (size_t i : to_write) {
+      pool_.submit(IoThreadPool::Queue::kWrite, [this, state, i] { run_store(*state, i); });
+    }
+  }
+
+  void submit_load(TierJob job) override {
+    check_job(job);
+    auto state = make_state(std::move(job));
+    if (state->job.keys.empty()) return finish_job(*state, /*is_load=*/true);
+    {
+      // Pinned keys are not evicted while their file is read.
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const ChunkKey& key : state->job.keys) ++load_pins_[key];
+    }
+    state->remaining = static_cast<int64_t>(state->job.keys.size());
+    for (size_t i = 0; i < state->job.keys.size(); ++i) {
+      pool_.submit(IoThreadPool::Queue::kRead, [this, state, i] { run_load(*state, i); });
+    }
+  }
+
+  std::vector<TierJobResult> poll_finished() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<TierJobResult> out;
+    out.swap(finished_);
+    return out;
+  }
+
+  void drain() override { pool_.wait_idle(); }
+
+  TierStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    TierStats out = stats_;
+    out.tier = name_;
+    out.used_bytes = used_bytes_;
+    out.capacity_bytes = config_.max_bytes;
+    out.num_chunks = static_cast<int64_t>(index_.size());
+    return out;
+  }
+
+ private:
+  struct NegativeAnswer {
+    Clock::time_point expires;
+    bool is_delivered = false;  // returned by a lookup at least once
+  };
+
+  // Outcome of one chunk's load, decided on an I/O thread.
+  struct LoadOutcome {
+    Status status;
+    bool is_bad_file = false;  // exists but can never load: delete it
+  };
+
+  enum class StoreKind { kStored, kPresent, kFailed };
+  struct StoreOutcome {
+    StoreKind kind = StoreKind::kFailed;
+    int64_t file_bytes = 0;
+    bool is_reserved = false;  // holds file_bytes_ of reserved_bytes_
+    Status status;
+  };
+
+  std::string chunk_path(const ChunkKey& key) const { return chunk_file_path(ns_dir_, key); }
+
+  void check_job(const TierJob& job) const {
+    STRATA_CHECK(job.keys.size() == job.slots.size())
+        << "job " << job.job_id << ": " << job.keys.size() << " keys, " << job.slots.size()
+        << " slots";
+    for (int64_t slot : job.slots) {
+      STRATA_CHECK(slot >= 0 && slot < region_.num_slots)
+          << "job " << job.job_id << ": slot " << slot << " of " << region_.num_slots;
+    }
+  }
+
+  std::shared_ptr<JobState> make_state(TierJob job) const {
+    auto state = std::make_shared<JobState>();
+    state->ok.assign(job.keys.size(), 0);
+    state->job = std::move(job);
+    return state;
+  }
+
+  void debug_delay() const {
+    if (config_.debug_read_delay.count() > 0) std::this_thread::sleep_for(config_.debug_read_delay);
+  }
+
+  // ---- state shared with I/O threads (mu_ held) ----
+
+  void add_to_index_locked(const ChunkKey& key, int64_t bytes) {
+    misses_.erase(key);
+    if (!index_.emplace(key, bytes).second) return;
+    used_bytes_ += bytes;
+    lru_->insert(key);
+  }
+
+  void forget_locked(const ChunkKey& key) {
+    lru_->remove(key);
+    erase_from_index_locked(key);
+  }
+
+  void erase_from_index_locked(const ChunkKey& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return;
+    used_bytes_ -= it->second;
+    index_.erase(it);
+  }
+
+  void remember_miss_locked(const ChunkKey& key, Clock::time_point now) {
+    const Clock::time_point expires = now + std::chrono::milliseconds(config_.miss_ttl_ms);
+    misses_[key] = NegativeAnswer{expires, false};
+    miss_order_.emplace_back(expires + kMissSweepGrace, key);
+  }
+
+  void sweep_misses_locked(Clock::time_point now) {
+    while (!miss_order_.empty() && miss_order_.front().first <= now) {
+      auto it = misses_.find(miss_order_.front().second);
+      if (it != misses_.end() && it->second.expires + kMissSweepGrace <= now) misses_.erase(it);
+      miss_order_.pop_front();
+    }
+  }
+
+  // ---- I/O threads ----
+
+  void run_probe(const ChunkKey& key) {
+    debug_delay();
+    const std::string path = chunk_path(key);
+    struct stat st;
+    const bool exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    const bool is_present = exists && st.st_size == file_bytes_;
+    if (exists && !is_present) ::unlink(path.c_str());  // wrong size: can never load
+    std::lock_guard<std::mutex> lock(mu_);
+    probing_.erase(key);
+    if (is_present) {
+      add_to_index_locked(key, st.st_size);
+    } else {
+      remember_miss_locked(key, Clock::now());
+    }
+  }
+
+  void run_store(JobState& state, size_t i) {
+    mark_started(state);
+    const ChunkKey& key = state.job.keys[i];
+    StoreOutcome outcome = store_chunk(key, region_.slot(state.job.slots[i]));
+    int64_t num_failures = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      storing_.erase(key);
+      if (outcome.is_reserved) reserved_bytes_ -= file_bytes_;
+      switch (outcome.kind) {
+        case StoreKind::kStored:
+          add_to_index_locked(key, outcome.file_bytes);
+          stats_.store_bytes += payload_bytes_;
+          state.bytes += payload_bytes_;
+          break;
+        case StoreKind::kPresent:
+          add_to_index_locked(key, outcome.file_bytes);
+          ++stats_.stores_skipped;
+          break;
+        case StoreKind::kFailed:
+          num_failures = ++stats_.store_failures;
+          break;
+      }
+    }
+    state.ok[i] = outcome.kind != StoreKind::kFailed;
+    if (num_failures > 0 && should_log_failure(num_failures)) {
+      STRATA_LOG(kWarning) << "fs tier: store of chunk " << key.to_hex()
+                           << " failed: " << outcome.status.message() << " (" << num_failures
+                           << " store failures so far)";
+    }
+    complete_task(state, /*is_load=*/false);
+  }
+
+  StoreOutcome store_chunk(const ChunkKey& key, const uint8_t* payload) {
+    StoreOutcome out;
+    const std::string path = chunk_path(key);
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == file_bytes_) {
+      out.kind = StoreKind::kPresent;  // written by another process
+      out.file_bytes = st.st_size;
+      return out;
+    }
+    out.status = reserve_space();
+    if (!out.status.ok()) return out;
+    out.is_reserved = true;
+    out.status = write_chunk_file(path, key, payload);
+    if (out.status.ok()) {
+      out.kind = StoreKind::kStored;
+      out.file_bytes = file_bytes_;
+    }
+    return out;
+  }
+
+  // Reserves room for one file, deleting least recently used unpinned files
+  // while the account (known files + writes in flight) would exceed max_bytes.
+  Status reserve_space() {
+    std::vector<ChunkKey> victims;
+    bool is_full = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t cap = config_.max_bytes;
+      while (cap > 0 && used_bytes_ + reserved_bytes_ + file_bytes_ > cap) {
+        const std::vector<ChunkKey> evicted =
+            lru_->evict(1, [this](const ChunkKey& k) { return load_pins_.count(k) == 0; });
+        if (evicted.empty()) {
+          is_full = true;
+          break;
+        }
+        erase_from_index_locked(evicted[0]);  // evict() already dropped it from lru_
+        ++stats_.evictions;
+        victims.push_back(evicted[0]);
+      }
+      if (!is_full) reserved_bytes_ += file_bytes_;
+    }
+    for (const ChunkKey& key : victims) ::unlink(chunk_path(key).c_str());
+    if (is_full) {
+      return Status(StatusCode::kResourceExhausted, "tier full: max_bytes " +
+                                                        std::to_string(config_.max_bytes) +
+                                                        " held by chunks being read or written");
+    }
+    return Status::ok_status();
+  }
+
+  Status write_chunk_file(const std::string& path, const ChunkKey& key, const uint8_t* payload) {
+    const std::string tmp = temp_path_for(path);
+    int fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) {
+      const std::string hex = key.to_hex();
+      STRATA_RETURN_IF_ERROR(make_dir(ns_dir_ + "/" + hex.substr(0, 3)));
+      STRATA_RETURN_IF_ERROR(make_dir(shard_dir(ns_dir_, hex)));
+      fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    }
+    if (fd < 0) return unavailable("cannot create '" + tmp + "': " + errno_text(errno));
+
+    std::array<uint8_t, kHeaderBytes> header;
+    const std::span<const uint8_t> body(payload, static_cast<size_t>(payload_bytes_));
+    encode_chunk_header(format_, key, body, header);
+    iovec iov[2] = {{header.data(), header.size()},
+                    {const_cast<uint8_t*>(payload), static_cast<size_t>(payload_bytes_)}};
+    const int64_t n = pwritev_all(fd, iov, 2);
+    const int close_errno = ::close(fd) == 0 ? 0 : errno;
+
+    Status status;
+    if (n < 0) {
+      status = unavailable("cannot write '" + tmp + "': " + errno_text(static_cast<int>(-n)));
+    } else if (n != file_bytes_) {
+      status = unavailable("short write to '" + tmp + "': " + std::to_string(n) + " of " +
+                           std::to_string(file_bytes_) + " bytes");
+    } else if (close_errno != 0) {
+      status = unavailable("cannot close '" + tmp + "': " + errno_text(close_errno));
+    } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      status = unavailable("cannot rename '" + tmp + "' to '" + path + "': " + errno_text(errno));
+    }
+    if (!status.ok()) ::unlink(tmp.c_str());
+    return status;
+  }
+
+  void run_load(JobState& state, size_t i) {
+    mark_started(state);
+    const ChunkKey& key = state.job.keys[i];
+    const LoadOutcome outcome = load_chunk(key, region_.slot(state.job.slots[i]));
+    if (outcome.is_bad_file) ::unlink(chunk_path(key).c_str());
+    int64_t num_failures = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto pin = load_pins_.find(key);
+      if (--pin->second == 0) load_pins_.erase(pin);
+      if (outcome.status.ok()) {
+        lru_->touch(key);
+        stats_.load_bytes += payload_bytes_;
+        stats_.hit_tokens += format_.tokens_per_chunk();
+        state.bytes += payload_bytes_;
+      } else {
+        num_failures = ++stats_.load_failures;
+        forget_locked(key);
+        remember_miss_locked(key, Clock::now());
+      }
+    }
+    state.ok[i] = outcome.status.ok();
+    if (num_failures > 0 && should_log_failure(num_failures)) {
+      STRATA_LOG(kWarning) << "fs tier: load of chunk " << key.to_hex()
+                           << " failed: " << outcome.status.message()
+                           << (outcome.is_bad_file ? " (file deleted)" : "") << " (" << num_failures
+                           << " load failures so far)";
+    }
+    complete_task(state, /*is_load=*/true);
+  }
+
+  // Reads `key`'s file into `slot` and verifies it.
+  LoadOutcome load_chunk(const ChunkKey& key, uint8_t* slot) const {
+    debug_delay();
+    const std::string path = chunk_path(key);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return {errno == ENOENT ? not_found("no file '" + path + "'")
+                              : unavailable("cannot open '" + path + "': " + errno_text(errno)),
+              false};
+    }
+    LoadOutcome out = read_and_verify(fd, path, key, slot);
+    ::close(fd);
+    return out;
+  }
+
+  LoadOutcome read_and_verify(int fd, const std::string& path, const ChunkKey& key,
+                              uint8_t* slot) const {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return {unavailable("cannot stat '" + path + "'"), false};
+    if (st.st_size != file_bytes_) {
+      return {data_loss("'" + path + "' has " + std::to_string(st.st_size) + " bytes; expected " +
+                        std::to_string(file_bytes_)),
+              true};
+    }
+    std::array<uint8_t, kHeaderBytes> header;
+    iovec iov[2] = {{header.data(), header.size()}, {slot, static_cast<size_t>(payload_bytes_)}};
+    const int64_t n = preadv_all(fd, iov, 2);
+    if (n < 0) {
+      const int err = static_cast<int>(-n);
+      return {unavailable("cannot read '" + path + "': " + errno_text(err)), err == EIO};
+    }
+    if (n != file_bytes_) {
+      return {data_loss("'" + path + "' ended after " + std::to_string(n) + " bytes; expected " +
+                        std::to_string(file_bytes_)),
+              true};
+    }
+    StatusOr<ChunkHeader> decoded = decode_chunk_header(format_, key, header);
+    if (!decoded.ok()) return {decoded.status().with_prefix(path), true};
+    const std::span<const uint8_t> payload(slot, static_cast<size_t>(payload_bytes_));
+    Status verified = verify_chunk_payload(*decoded, payload);
+    if (!verified.ok()) return {verified.with_prefix(path), true};
+    return {Status::ok_status(), false};
+  }
+
+  // ---- job completion ----
+
+  static void mark_started(JobState& state) {
+    int64_t expected = 0;
+    state.first_start_ns.compare_exchange_strong(expected, steady_now_ns());
+  }
+
+  void complete_task(JobState& state, bool is_load) {
+    if (state.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_job(state, is_load);
+  }
+
+  void finish_job(JobState& state, bool is_load) {
+    TierJobResult result;
+    result.job_id = state.job.job_id;
+    result.ok.assign(state.ok.begin(), state.ok.end());
+    result.bytes = state.bytes.load();
+    const int64_t start_ns = state.first_start_ns.load();
+    result.seconds = start_ns == 0 ? 0.0 : static_cast<double>(steady_now_ns() - start_ns) * 1e-9;
+    std::lock_guard<std::mutex> lock(mu_);
+    (is_load ? stats_.load_seconds : stats_.store_seconds) += result.seconds;
+    finished_.push_back(std::move(result));
+  }
+
+  const FsTierConfig config_;
+  const ChunkFormat format_;
+  const HostRegion region_;
+  const std::string name_ = "fs";
+  const std::string ns_dir_;
+  const int64_t payload_bytes_;
+  const int64_t file_bytes_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<ChunkKey, int64_t, kv::BlockHashHasher> index_;  // known files -> bytes
+  std::unique_ptr<EvictionPolicy> lru_;                               // over index_ keys
+  int64_t used_bytes_ = 0;                                            // sum of index_ bytes
+  int64_t reserved_bytes_ = 0;  // stores in flight that passed reserve_space()
+  std::unordered_map<ChunkKey, int, kv::BlockHashHasher> load_pins_;  // loads in flight
+  std::unordered_set<ChunkKey, kv::BlockHashHasher> probing_;
+  std::unordered_set<ChunkKey, kv::BlockHashHasher> storing_;
+  std::unordered_map<ChunkKey, NegativeAnswer, kv::BlockHashHasher> misses_;
+  std::deque<std::pair<Clock::time_point, ChunkKey>> miss_order_;  // (sweep time, key), FIFO
+  TierStats stats_;
+  std::vector<TierJobResult> finished_;
+
+  // Last: destroyed (threads joined) before the state above.
+  IoThreadPool pool_;
+};
+
+Status validate_config(const FsTierConfig& config, const ChunkFormat& format,
+                       const HostRegion& region) {
+  if (config.root_dir.empty()) {
+    return invalid_argument("fs tier: root_dir is empty; set it to a writable directory");
+  }
+  if (config.n_read_threads < 0 || config.n_write_threads < 0 ||
+      config.n_read_threads + config.n_write_threads < 1) {
+    return invalid_argument("fs tier: n_read_threads " + std::to_string(config.n_read_threads) +
+                            ", n_write_threads " + std::to_string(config.n_write_threads) +
+                            "; need at least one thread in total");
+  }
+  if (config.miss_ttl_ms < 0) {
+    return invalid_argument("fs tier: miss_ttl_ms " + std::to_string(config.miss_ttl_ms) +
+                            " is negative");
+  }
+  const int64_t payload_bytes = format.payload_bytes();
+  if (payload_bytes <= 0) {
+    return invalid_argument("fs tier: chunk format '" + format.namespace_string() +
+                            "' has an empty payload");
+  }
+  if (region.slot_bytes != payload_bytes || region.num_slots < 0 ||
+      (region.num_slots > 0 && region.base == nullptr)) {
+    return invalid_argument("fs tier: host region slots are " + std::to_string(region.slot_bytes) +
+                            " bytes; the chunk payload is " + std::to_string(payload_bytes));
+  }
+  if (config.max_bytes < 0 ||
+      (config.max_bytes > 0 && config.max_bytes < kHeaderBytes + payload_bytes)) {
+    return invalid_argument("fs tier: max_bytes " + std::to_string(config.max_bytes) +
+                            " is smaller than one chunk file (" +
+                            std::to_string(kHeaderBytes + payload_bytes) +
+                            " bytes); use 0 for no cap");
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+std::string fs_tier_chunk_path(const std::string& root_dir, const ChunkFormat& format,
+                               const ChunkKey& key) {
+  return chunk_file_path(strip_trailing_slashes(root_dir) + "/" + format.namespace_id_hex(), key);
+}
+
+StatusOr<std::unique_ptr<SecondaryTier>> make_fs_tier(const FsTierConfig& config,
+                                                      const ChunkFormat& format,
+                                                      const HostRegion& region) {
+  STRATA_RETURN_IF_ERROR(validate_config(config, format, region));
+  const std::string root_dir = strip_trailing_slashes(config.root_dir);
+  const std::string ns_dir = root_dir + "/" + format.namespace_id_hex();
+  Status made = make_dirs(ns_dir);
+  if (!made.ok()) {
+    return unavailable("fs tier: cannot use root_dir '" + root_dir + "': " + made.message());
+  }
+  STRATA_RETURN_IF_ERROR(check_writable(root_dir, ns_dir));
+  STRATA_RETURN_IF_ERROR(check_format_file(ns_dir, format));
+  const std::vector<ScannedFile> scanned =
+      scan_namespace(ns_dir, kHeaderBytes + format.payload_bytes());
+  STRATA_LOG(kInfo) << "fs tier: " << ns_dir << ": " << scanned.size() << " chunks found";
+  return std::unique_ptr<SecondaryTier>(new FsTier(config, format, region, ns_dir, scanned));
+}
+
+}  // namespace strata::offload

@@ -1,0 +1,28 @@
+// Counters one KV tier keeps for /metrics. Snapshots are plain values;
+// tiers update theirs under their own lock (or atomics) from I/O threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace strata::offload {
+
+struct TierStats {
+  std::string tier;              // metric label: "cpu", "fs", ...
+  int64_t chunk_lookups = 0;     // lookups answered hit or miss (retries not counted)
+  int64_t chunk_hits = 0;
+  int64_t hit_tokens = 0;        // tokens served to requests from this tier
+  int64_t load_bytes = 0;        // bytes read out of the tier (payload)
+  double load_seconds = 0;
+  int64_t store_bytes = 0;       // bytes written into the tier (payload)
+  double store_seconds = 0;
+  int64_t load_failures = 0;     // chunks whose load failed (corrupt, missing, I/O error)
+  int64_t store_failures = 0;    // chunks whose store failed (ENOSPC, EACCES, ...)
+  int64_t stores_skipped = 0;    // chunks not stored: already present or queue full
+  int64_t evictions = 0;         // chunks evicted to make room
+  int64_t used_bytes = 0;        // occupancy now
+  int64_t capacity_bytes = 0;    // 0 = unbounded
+  int64_t num_chunks = 0;        // resident chunks now
+};
+
+}  // namespace strata::offload

@@ -1,0 +1,93 @@
+// Moves chunk bytes between the KV pool (attention::KvArena) and host-tier
+// slots on a thread of its own: the CPU counterpart of a DMA engine with a
+// copy stream. Jobs have ids; completion is polled by the engine thread.
+//
+// Canonical slot layout (offload/tiers/chunk_format.h): per layer, K of the
+// chunk's tokens then V, each [tokens, kv_heads, head_dim]. KV-pool block
+// j of a chunk occupies tokens [j * block_size, (j + 1) * block_size).
+//
+// Ordering rules the caller guarantees: a store reads pool blocks that are
+// computed and pinned (ref-counted) until its result is polled; a load writes
+// pool blocks that no one reads until its result is polled; slots are pinned
+// by the host tier for the job's lifetime. Loads are served before stores.
+//
+// Threads: submit/poll/wait on the engine thread; the copy thread owns nothing
+// but the job queue.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "attention/kv_arena.h"
+#include "offload/tiers/chunk_format.h"
+#include "offload/tiers/secondary_tier.h"
+
+namespace strata::offload {
+
+enum class TransferDirection { kPoolToHost, kHostToPool };
+
+struct ChunkCopy {
+  int64_t slot = 0;
+  // The copy covers the chunk's blocks [first_block_in_chunk, blocks_per_chunk);
+  // the first ones may already be in the pool (a KV-pool prefix hit that ends
+  // inside the chunk).
+  int64_t first_block_in_chunk = 0;
+  std::vector<int32_t> pool_block_ids;  // one per covered block, in order
+};
+
+struct TransferJob {
+  int64_t job_id = 0;
+  TransferDirection direction = TransferDirection::kPoolToHost;
+  std::vector<ChunkCopy> copies;
+};
+
+struct TransferResult {
+  int64_t job_id = 0;
+  TransferDirection direction = TransferDirection::kPoolToHost;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+class KvTransferWorker {
+ public:
+  KvTransferWorker(attention::KvArena& arena, const HostRegion& region, const ChunkFormat& format);
+  ~KvTransferWorker();
+  KvTransferWorker(const KvTransferWorker&) = delete;
+  KvTransferWorker& operator=(const KvTransferWorker&) = delete;
+
+  void submit(TransferJob job);
+  std::vector<TransferResult> poll_finished();
+  // Waits up to `timeout` for a result to be ready to poll.
+  bool wait_for_result(std::chrono::microseconds timeout);
+  // Waits until every submitted job is done.
+  void drain();
+  int64_t num_in_flight() const;
+
+  // The copy itself, exposed for tests: one chunk between pool and slot.
+  static int64_t copy_chunk(attention::KvArena& arena, const HostRegion& region,
+                            const ChunkFormat& format, TransferDirection direction,
+                            const ChunkCopy& copy);
+
+ private:
+  void run();
+
+  attention::KvArena& arena_;
+  HostRegion region_;
+  ChunkFormat format_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::deque<TransferJob> loads_;
+  std::deque<TransferJob> stores_;
+  std::vector<TransferResult> done_;
+  int64_t num_in_flight_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace strata::offload

@@ -1,0 +1,226 @@
+#include "server/kv_transfer_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <initializer_list>
+#include <set>
+
+namespace strata::server {
+namespace {
+
+using Json = nlohmann::json;
+
+// Reads fields of one JSON object, naming each key by its path in errors.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& object, std::string path) : object_(object), path_(std::move(path)) {}
+
+  Status check_keys(std::initializer_list<const char*> known) const {
+    std::set<std::string> names(known.begin(), known.end());
+    for (const auto& item : object_.items()) {
+      if (names.count(item.key()) == 0) {
+        std::string list;
+        for (const char* k : known) list += std::string(list.empty() ? "" : ", ") + k;
+        return invalid_argument("unknown key " + name(item.key()) + " (known: " + list + ")");
+      }
+    }
+    return Status();
+  }
+  bool has(const char* key) const { return object_.contains(key); }
+  const Json& at(const char* key) const { return object_.at(key); }
+  std::string name(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  Status get_string(const char* key, std::string& out) const {
+    if (!has(key)) return Status();
+    if (!at(key).is_string()) return type_error(key, "a string");
+    out = at(key).get<std::string>();
+    return Status();
+  }
+  Status get_int(const char* key, int64_t min, int64_t& out) const {
+    if (!has(key)) return Status();
+    const Json& v = at(key);
+    const bool integral = v.is_number_integer() ||
+                          (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    if (!integral || v.get<double>() < static_cast<double>(min)) {
+      return type_error(key, "an integer >= " + std::to_string(min));
+    }
+    out = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    return Status();
+  }
+  Status get_number(const char* key, double min, double& out) const {
+    if (!has(key)) return Status();
+    if (!at(key).is_number() || at(key).get<double>() < min) {
+      return type_error(key, "a number >= " + std::to_string(min));
+    }
+    out = at(key).get<double>();
+    return Status();
+  }
+  Status get_bool(const char* key, bool& out) const {
+    if (!has(key)) return Status();
+    if (!at(key).is_boolean()) return type_error(key, "true or false");
+    out = at(key).get<bool>();
+    return Status();
+  }
+
+ private:
+  Status type_error(const char* key, const std::string& what) const {
+    return invalid_argument(name(key) + " must be " + what + ", got " + at(key).dump());
+  }
+  const Json& object_;
+  std::string path_;
+};
+
+Status parse_fs_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
+  STRATA_RETURN_IF_ERROR(r.check_keys({"type", "root_dir", "n_read_threads", "n_write_threads",
+                                       "max_bytes", "miss_ttl_ms", "locality",
+                                       "enable_kv_events"}));
+  if (!r.has("root_dir")) return invalid_argument(r.name("root_dir") + " is required");
+  STRATA_RETURN_IF_ERROR(r.get_string("root_dir", tier.fs.root_dir));
+  if (tier.fs.root_dir.empty()) return invalid_argument(r.name("root_dir") + " is empty");
+  int64_t n = tier.fs.n_read_threads;
+  STRATA_RETURN_IF_ERROR(r.get_int("n_read_threads", 1, n));
+  tier.fs.n_read_threads = static_cast<int>(std::min<int64_t>(n, 256));
+  n = tier.fs.n_write_threads;
+  STRATA_RETURN_IF_ERROR(r.get_int("n_write_threads", 1, n));
+  tier.fs.n_write_threads = static_cast<int>(std::min<int64_t>(n, 256));
+  STRATA_RETURN_IF_ERROR(r.get_int("max_bytes", 0, tier.fs.max_bytes));
+  STRATA_RETURN_IF_ERROR(r.get_int("miss_ttl_ms", 0, tier.fs.miss_ttl_ms));
+  std::string locality;
+  STRATA_RETURN_IF_ERROR(r.get_string("locality", locality));
+  if (!locality.empty() && locality != "LOCAL" && locality != "REMOTE") {
+    return invalid_argument(r.name("locality") + " must be \"LOCAL\" or \"REMOTE\", got \"" +
+                            locality + "\"");
+  }
+  bool events = false;
+  return r.get_bool("enable_kv_events", events);
+}
+
+Status parse_tier(const Json& j, const std::string& path, offload::SecondaryTierConfig& tier) {
+  if (!j.is_object()) return invalid_argument(path + " must be an object, got " + j.dump());
+  ObjectReader r(j, path);
+  if (!r.has("type")) return invalid_argument(path + ".type is required");
+  STRATA_RETURN_IF_ERROR(r.get_string("type", tier.type));
+  if (tier.type == "fs") return parse_fs_tier(r, tier);
+  if (r.has("module_path")) {
+    return unimplemented(path + ": out-of-tree tiers (module_path) are not supported yet");
+  }
+  return invalid_argument(path + ".type \"" + tier.type +
+                          "\" is not a tier this build provides (available: fs)");
+}
+
+Status parse_extra_config(const ObjectReader& r, int64_t block_size,
+                          offload::OffloadConfig& config) {
+  STRATA_RETURN_IF_ERROR(r.check_keys({"spec_name", "cpu_bytes_to_use", "blocks_per_chunk",
+                                       "block_size", "eviction_policy", "offload_prompt_only",
+                                       "max_load_wait_s", "secondary_tiers"}));
+  std::string spec = "CPUOffloadingSpec";
+  STRATA_RETURN_IF_ERROR(r.get_string("spec_name", spec));
+  if (spec != "CPUOffloadingSpec" && spec != "TieringOffloadingSpec") {
+    return invalid_argument(r.name("spec_name") +
+                            " must be \"TieringOffloadingSpec\" or \"CPUOffloadingSpec\", got \"" +
+                            spec + "\"");
+  }
+  if (!r.has("cpu_bytes_to_use")) return invalid_argument(r.name("cpu_bytes_to_use") + " is required");
+  STRATA_RETURN_IF_ERROR(r.get_int("cpu_bytes_to_use", 1, config.cpu_bytes_to_use));
+  if (r.has("blocks_per_chunk") && r.has("block_size")) {
+    return invalid_argument(r.name("blocks_per_chunk") + " and " + r.name("block_size") +
+                            " cannot both be set");
+  }
+  STRATA_RETURN_IF_ERROR(r.get_int("blocks_per_chunk", 1, config.blocks_per_chunk));
+  int64_t chunk_tokens = 0;
+  STRATA_RETURN_IF_ERROR(r.get_int("block_size", 1, chunk_tokens));
+  if (chunk_tokens > 0) {
+    if (chunk_tokens % block_size != 0) {
+      return invalid_argument(r.name("block_size") + " is " + std::to_string(chunk_tokens) +
+                              " tokens; it must be a multiple of --block-size " +
+                              std::to_string(block_size));
+    }
+    config.blocks_per_chunk = chunk_tokens / block_size;
+  }
+  STRATA_RETURN_IF_ERROR(r.get_string("eviction_policy", config.eviction_policy));
+  if (config.eviction_policy != "lru" && config.eviction_policy != "arc") {
+    return invalid_argument(r.name("eviction_policy") + " must be \"lru\" or \"arc\", got \"" +
+                            config.eviction_policy + "\"");
+  }
+  STRATA_RETURN_IF_ERROR(r.get_bool("offload_prompt_only", config.offload_prompt_only));
+  STRATA_RETURN_IF_ERROR(r.get_number("max_load_wait_s", 0.0, config.max_load_wait_s));
+  if (!r.has("secondary_tiers")) return Status();
+  const Json& tiers = r.at("secondary_tiers");
+  const std::string path = r.name("secondary_tiers");
+  if (!tiers.is_array()) return invalid_argument(path + " must be an array, got " + tiers.dump());
+  if (spec != "TieringOffloadingSpec" && !tiers.empty()) {
+    return invalid_argument(path + " needs spec_name \"TieringOffloadingSpec\"");
+  }
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    offload::SecondaryTierConfig tier;
+    STRATA_RETURN_IF_ERROR(parse_tier(tiers[i], path + "[" + std::to_string(i) + "]", tier));
+    config.secondary_tiers.push_back(std::move(tier));
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<offload::OffloadConfig> parse_kv_transfer_config(const std::string& json,
+                                                          int64_t block_size) {
+  Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return invalid_argument("--kv-transfer-config expects a JSON object, got '" + json + "'");
+  }
+  ObjectReader top(j, "");
+  Status s = [&]() -> Status {
+    STRATA_RETURN_IF_ERROR(top.check_keys({"kv_connector", "kv_role", "kv_connector_extra_config",
+                                           "engine_id", "kv_load_failure_policy"}));
+    std::string connector;
+    STRATA_RETURN_IF_ERROR(top.get_string("kv_connector", connector));
+    if (connector != "OffloadingConnector") {
+      return invalid_argument("kv_connector must be \"OffloadingConnector\" (the only connector "
+                              "Strata provides), got \"" + connector + "\"");
+    }
+    std::string role = "kv_both";
+    STRATA_RETURN_IF_ERROR(top.get_string("kv_role", role));
+    if (role != "kv_both" && role != "kv_producer" && role != "kv_consumer") {
+      return invalid_argument("kv_role must be kv_both, kv_producer or kv_consumer, got \"" +
+                              role + "\"");
+    }
+    std::string policy = "recompute";
+    STRATA_RETURN_IF_ERROR(top.get_string("kv_load_failure_policy", policy));
+    if (policy != "recompute") {
+      return invalid_argument("kv_load_failure_policy must be \"recompute\" (a failed load is "
+                              "always recomputed), got \"" + policy + "\"");
+    }
+    std::string engine_id;
+    STRATA_RETURN_IF_ERROR(top.get_string("engine_id", engine_id));
+    if (!top.has("kv_connector_extra_config")) {
+      return invalid_argument("kv_connector_extra_config is required (at least cpu_bytes_to_use)");
+    }
+    const Json& extra = top.at("kv_connector_extra_config");
+    if (!extra.is_object()) {
+      return invalid_argument("kv_connector_extra_config must be an object, got " + extra.dump());
+    }
+    return Status();
+  }();
+  if (!s.ok()) return s.with_prefix("--kv-transfer-config: ");
+  offload::OffloadConfig config;
+  config.enabled = true;
+  ObjectReader extra(top.at("kv_connector_extra_config"), "kv_connector_extra_config");
+  s = parse_extra_config(extra, block_size, config);
+  if (!s.ok()) return s.with_prefix("--kv-transfer-config: ");
+  return config;
+}
+
+StatusOr<offload::OffloadConfig> kv_offloading_size_config(double gib) {
+  if (!(gib > 0) || !std::isfinite(gib)) {
+    return invalid_argument("--kv-offloading-size must be a positive number of GiB, got " +
+                            std::to_string(gib));
+  }
+  offload::OffloadConfig config;
+  config.enabled = true;
+  config.cpu_bytes_to_use = static_cast<int64_t>(gib * 1024.0 * 1024.0 * 1024.0);
+  return config;
+}
+
+}  // namespace strata::server
