@@ -348,6 +348,25 @@ TEST_F(TieredKvTest, SlowDiskFallsBackToRecompute) {
   EXPECT_GT(s.core->stats().offload.load_wait_timeouts, 0);
 }
 
+TEST_F(TieredKvTest, PluginTierReloadEqualsRecompute) {
+  const char* plugin = std::getenv("STRATA_MEMORY_TIER");
+  if (plugin == nullptr) GTEST_SKIP() << "run through ctest (needs the example plugin's path)";
+  EngineRequest r = greedy("long", random_prompt(150, 11), 12);
+  const std::vector<int32_t> expected = recomputed(r);
+  EngineConfig c = config(64, 512, false);
+  offload::SecondaryTierConfig t;
+  t.type = "memory";
+  t.module_path = plugin;
+  t.config_json = R"({"type":"memory","module_path":"x","max_bytes":100000000})";
+  c.offload.secondary_tiers.push_back(t);
+  Session s(*model_, c);
+  EXPECT_EQ(s.run_one(r), expected);
+  ASSERT_TRUE(s.core->reset_prefix_cache());  // only the plugin tier still has the prefix
+  r.request_id = "again";
+  EXPECT_EQ(s.run_one(r), expected);
+  EXPECT_GE(tier(s.core->stats(), "memory").hit_tokens, 140);
+}
+
 TEST_F(TieredKvTest, UnusableDirectoryFailsAtStartup) {
   const std::string file = root_ + "/not-a-dir";
   std::ofstream(file) << "x";

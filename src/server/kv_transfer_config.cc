@@ -105,7 +105,11 @@ Status parse_tier(const Json& j, const std::string& path, offload::SecondaryTier
   STRATA_RETURN_IF_ERROR(r.get_string("type", tier.type));
   if (tier.type == "fs") return parse_fs_tier(r, tier);
   if (r.has("module_path")) {
-    return unimplemented(path + ": out-of-tree tiers (module_path) are not supported yet");
+    // An out-of-tree tier: its keys are its own; it gets the entry as JSON.
+    STRATA_RETURN_IF_ERROR(r.get_string("module_path", tier.module_path));
+    if (tier.module_path.empty()) return invalid_argument(r.name("module_path") + " is empty");
+    tier.config_json = j.dump();
+    return Status();
   }
   return invalid_argument(path + ".type \"" + tier.type +
                           "\" is not a tier this build provides (available: fs)");

@@ -103,3 +103,25 @@ TEST(KvTransferConfig, OffloadingSizeIsGibOfHostMemory) {
 
 }  // namespace
 }  // namespace strata::server
+
+namespace strata::server {
+namespace {
+
+TEST(KvTransferConfig, PluginTiersPassTheirEntryThrough) {
+  StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(
+      with_extra(R"({"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":1,)"
+                 R"("secondary_tiers":[{"type":"memory","module_path":"/opt/libm.so","max_bytes":5}]})"),
+      16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->secondary_tiers.size(), 1u);
+  EXPECT_EQ(c->secondary_tiers[0].type, "memory");
+  EXPECT_EQ(c->secondary_tiers[0].module_path, "/opt/libm.so");
+  EXPECT_NE(c->secondary_tiers[0].config_json.find("\"max_bytes\":5"), std::string::npos);
+  EXPECT_NE(error_of(with_extra(R"({"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":1,)"
+                                R"("secondary_tiers":[{"type":"memory","module_path":7}]})"))
+                .find("secondary_tiers[0].module_path must be a string"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::server

@@ -11,8 +11,12 @@
 namespace strata::offload {
 
 struct SecondaryTierConfig {
-  std::string type;  // "fs"
+  std::string type;  // "fs", or a plugin's name
   FsTierConfig fs;
+  // Out-of-tree tier: the shared library (offload/tiers/plugin_tier.h) and
+  // the tier's whole config entry, handed to the plugin as JSON.
+  std::string module_path;
+  std::string config_json;
 };
 
 struct OffloadConfig {

@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "offload/policy/eviction_policy.h"
+#include "offload/tiers/plugin_tier.h"
 
 namespace strata::offload {
 namespace {
@@ -12,6 +13,9 @@ namespace {
 StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& config,
                                                    const ChunkFormat& format,
                                                    const HostRegion& region) {
+  if (!config.module_path.empty()) {
+    return make_plugin_tier(config.type, config.module_path, config.config_json, format, region);
+  }
   if (config.type == "fs") return make_fs_tier(config.fs, format, region);
   return invalid_argument("secondary tier type '" + config.type + "' is not known (known: fs)");
 }
