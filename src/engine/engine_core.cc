@@ -135,6 +135,7 @@ Status EngineCore::add_request(EngineRequest request) {
                                                 std::move(request.stop), kv::root_block_hash(keys),
                                                 config_.block_size);
   r->skip_prefix_cache = request.num_prompt_logprobs >= 0;
+  r->kv_transfer = std::move(request.kv_transfer);
   STRATA_RETURN_IF_ERROR(scheduler_.add_request(std::move(r)));
   arrival_[request.request_id] = std::chrono::steady_clock::now();
   runner_.add_request(key, request.sampling, request.num_top_logprobs,

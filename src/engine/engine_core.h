@@ -49,6 +49,7 @@ struct EngineRequest {
   int num_top_logprobs = 0;
   int num_prompt_logprobs = -1;  // -1 off; k >= 0: each prompt token's logprob + top k
   std::string cache_salt;
+  scheduler::KvTransferHints kv_transfer;  // from kv_transfer_params
 };
 
 // What one step produced for one request.

@@ -19,10 +19,23 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 namespace strata::scheduler {
 
 class Request;
+
+// Per-request instructions for the tiers, from the request's
+// kv_transfer_params (as a KV-aware router or a P/D proxy sets them).
+struct KvTransferHints {
+  // A peer instance that holds this prompt's KV (P/D prefiller, or the
+  // instance a router saw it on): the peer tier fetches from it.
+  std::string remote_host;
+  int64_t remote_port = 0;
+  int64_t max_load_tokens = -1;     // cap on tokens loaded from tiers; 0 = none, -1 = no cap
+  int64_t max_offload_tokens = -1;  // offload only the first N tokens; 0 = none, -1 = all
+  bool do_remote_decode = false;    // this instance prefills for a decoder elsewhere
+};
 
 class KvConnector {
  public:

@@ -18,6 +18,7 @@
 
 #include "kv/block_hash.h"
 #include "kv/kv_cache_manager.h"
+#include "scheduler/kv_connector.h"
 
 namespace strata::scheduler {
 
@@ -74,6 +75,7 @@ class Request {
   // Prompt logprobs need every prompt position computed, so such requests
   // never take blocks from the prefix cache (vLLM does the same).
   bool skip_prefix_cache = false;
+  KvTransferHints kv_transfer;
 
   // Appends a sampled token and extends the block hashes.
   void append_output_token(int32_t token);

@@ -50,6 +50,43 @@ void read_stream_options(FieldReader& f, SamplingFields& s) {
   if (!o.ok()) f.fail(*o.error());
 }
 
+// kv_transfer_params (vLLM): where a router or P/D proxy says this prompt's KV
+// is ({remote_host, remote_port}, also nested as remote_prefiller or
+// remote_kv_source) and per-request load/offload caps. Other connector keys
+// are accepted and ignored, as vLLM's connectors do.
+void read_kv_source(FieldReader& f, scheduler::KvTransferHints& k) {
+  if (auto host = f.string("remote_host")) k.remote_host = *host;
+  if (auto port = f.integer("remote_port")) k.remote_port = *port;
+}
+
+void read_kv_transfer_params(FieldReader& f, SamplingFields& s) {
+  auto params = f.object("kv_transfer_params");
+  if (!params) return;
+  FieldReader p(*params);
+  scheduler::KvTransferHints& k = s.kv_transfer;
+  read_kv_source(p, k);
+  for (const char* nested : {"remote_prefiller", "remote_kv_source"}) {
+    if (auto o = p.object(nested)) {
+      FieldReader n(*o);
+      read_kv_source(n, k);
+      if (!n.ok()) p.fail(*n.error());
+    }
+  }
+  k.max_load_tokens = p.integer("max_load_tokens").value_or(-1);
+  k.max_offload_tokens = p.integer("max_offload_tokens").value_or(-1);
+  k.do_remote_decode = p.boolean("do_remote_decode").value_or(false);
+  if (!p.ok()) {
+    f.fail(*p.error());
+    return;
+  }
+  if (k.remote_port < 0 || k.remote_port > 65535) {
+    f.fail(range_error("kv_transfer_params.remote_port", "must be in [0, 65535]"));
+  }
+  if (k.max_load_tokens < -1 || k.max_offload_tokens < -1) {
+    f.fail(range_error("kv_transfer_params", "max_load_tokens / max_offload_tokens must be >= 0"));
+  }
+}
+
 void read_core_sampling(FieldReader& f, SamplingFields& s) {
   s.temperature = f.number("temperature");
   s.top_p = f.number("top_p");
@@ -69,6 +106,7 @@ void read_core_sampling(FieldReader& f, SamplingFields& s) {
   s.spaces_between_special_tokens = f.boolean("spaces_between_special_tokens").value_or(true);
   s.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
   s.cache_salt = f.string("cache_salt").value_or("");
+  read_kv_transfer_params(f, s);
   s.stream = f.boolean("stream").value_or(false);
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "scheduler/kv_connector.h"
 #include "server/api_error.h"
 
 namespace strata::server {
@@ -42,6 +43,7 @@ struct SamplingFields {
   bool spaces_between_special_tokens = true;
   bool include_stop_str_in_output = false;
   std::string cache_salt;
+  scheduler::KvTransferHints kv_transfer;  // kv_transfer_params
   bool stream = false;
   bool include_usage = false;           // stream_options.include_usage
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats

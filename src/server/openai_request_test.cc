@@ -72,6 +72,29 @@ TEST(CompletionRequest, NullAndUnknownFieldsAreIgnored) {
   EXPECT_FALSE(r->sampling.temperature.has_value());
 }
 
+TEST(CompletionRequest, KvTransferParams) {
+  auto r = parse_completion_request(
+      R"({"prompt":"x","kv_transfer_params":{"remote_host":"10.0.0.2","remote_port":5710,)"
+      R"("max_load_tokens":64,"do_remote_decode":true,"remote_engine_id":"e1"}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->sampling.kv_transfer.remote_host, "10.0.0.2");
+  EXPECT_EQ(r->sampling.kv_transfer.remote_port, 5710);
+  EXPECT_EQ(r->sampling.kv_transfer.max_load_tokens, 64);
+  EXPECT_EQ(r->sampling.kv_transfer.max_offload_tokens, -1);
+  EXPECT_TRUE(r->sampling.kv_transfer.do_remote_decode);
+  auto nested = parse_completion_request(
+      R"({"prompt":"x","kv_transfer_params":{"remote_kv_source":{"remote_host":"h","remote_port":7}}})");
+  ASSERT_TRUE(nested.ok());
+  EXPECT_EQ(nested->sampling.kv_transfer.remote_host, "h");
+  EXPECT_EQ(nested->sampling.kv_transfer.remote_port, 7);
+  EXPECT_FALSE(parse_completion_request(
+                   R"({"prompt":"x","kv_transfer_params":{"remote_port":"5710"}})")
+                   .ok());
+  EXPECT_FALSE(parse_completion_request(
+                   R"({"prompt":"x","kv_transfer_params":{"remote_port":70000}})")
+                   .ok());
+}
+
 TEST(CompletionRequest, VllmExtras) {
   auto r = parse_completion_request(
       R"({"prompt":"x","top_k":5,"min_p":0.1,"repetition_penalty":1.1,"min_tokens":2,)"

@@ -81,6 +81,7 @@ ApiOr<JobOptions> make_job_options(ServerContext& ctx, const SamplingFields& f) 
   o.base.stop.ignore_eos = f.ignore_eos;
   o.base.stop.min_tokens = f.min_tokens.value_or(0);
   o.base.cache_salt = f.cache_salt;
+  o.base.kv_transfer = f.kv_transfer;
   if (f.prompt_logprobs && *f.prompt_logprobs >= 0) {
     if (f.stream) {
       return ApiError::bad_request("Prompt_logprobs are not available when stream is enabled",

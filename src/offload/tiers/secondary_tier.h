@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "offload/tiers/chunk_format.h"
@@ -61,6 +62,14 @@ struct TierJobResult {
   double seconds = 0;          // wall time of the I/O
 };
 
+// Who asks a lookup, for tiers that care (the peer tier fetches from the
+// instance a request names in its kv_transfer_params).
+struct TierLookupContext {
+  std::string_view request_id;
+  std::string_view remote_host;  // "" = none named
+  int64_t remote_port = 0;
+};
+
 class SecondaryTier {
  public:
   virtual ~SecondaryTier() = default;
@@ -70,6 +79,12 @@ class SecondaryTier {
 
   // Does the tier hold `key`? Never blocks (see kRetry).
   virtual LookupResult lookup(const ChunkKey& key) = 0;
+  // The same, knowing the request; tiers that ignore the request need not
+  // override it.
+  virtual LookupResult lookup_for(const ChunkKey& key, const TierLookupContext& context) {
+    (void)context;
+    return lookup(key);
+  }
 
   // Copy each slot's payload into the tier under its key. Keys the tier
   // already holds are skipped and reported ok. A key that cannot be stored

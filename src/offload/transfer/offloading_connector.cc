@@ -93,8 +93,8 @@ bool OffloadingConnector::promote(size_t tier_idx, const ChunkKey& key, const Ke
   return true;
 }
 
-OffloadingConnector::ChunkLookup OffloadingConnector::lookup_chunk(const ChunkKey& key,
-                                                                   const KeySet& protect) {
+OffloadingConnector::ChunkLookup OffloadingConnector::lookup_chunk(
+    const ChunkKey& key, const KeySet& protect, const TierLookupContext& context) {
   switch (host_->state(key)) {
     case HostChunkState::kReady: return ChunkLookup::kHit;
     case HostChunkState::kWriting: return ChunkLookup::kRetry;  // a store or promotion in flight
@@ -102,7 +102,7 @@ OffloadingConnector::ChunkLookup OffloadingConnector::lookup_chunk(const ChunkKe
   }
   bool any_retry = false;
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    switch (tiers_[i]->lookup(key)) {
+    switch (tiers_[i]->lookup_for(key, context)) {
       case LookupResult::kHit:
         // With no host slot to promote into, the chunk is unavailable now.
         return promote(i, key, protect) ? ChunkLookup::kRetry : ChunkLookup::kMiss;
@@ -122,6 +122,9 @@ std::optional<int64_t> OffloadingConnector::get_num_new_matched_tokens(
                static_cast<int64_t>(r.block_hashes().size()) / format_.blocks_per_chunk);
   const int64_t first = num_computed_tokens / chunk_tokens;
   if (first >= num_chunks) return 0;
+  const scheduler::KvTransferHints& hints = r.kv_transfer;
+  if (hints.max_load_tokens == 0) return 0;
+  const TierLookupContext context{r.request_id(), hints.remote_host, hints.remote_port};
   std::vector<ChunkKey> keys;
   for (int64_t c = first; c < num_chunks; ++c) keys.push_back(chunk_key(r, c));
   const KeySet protect(keys.begin(), keys.end());
@@ -131,7 +134,7 @@ std::optional<int64_t> OffloadingConnector::get_num_new_matched_tokens(
   bool retry = false;
   bool missed = false;
   for (const ChunkKey& key : keys) {
-    const ChunkLookup result = lookup_chunk(key, protect);
+    const ChunkLookup result = lookup_chunk(key, protect, context);
     if (result == ChunkLookup::kMiss) {
       missed = !stopped;
       break;
@@ -161,7 +164,13 @@ std::optional<int64_t> OffloadingConnector::get_num_new_matched_tokens(
   host_stats.chunk_lookups += num_hits + (missed || retry ? 1 : 0);
   host_stats.chunk_hits += num_hits;
   if (num_hits == 0) return 0;
-  return (first + num_hits) * chunk_tokens - num_computed_tokens;
+  int64_t end = (first + num_hits) * chunk_tokens;
+  if (hints.max_load_tokens > 0) {
+    // Whole chunks only, and never less than the pool already has.
+    end = std::min(end, std::max(num_computed_tokens + hints.max_load_tokens, int64_t{0}) /
+                            chunk_tokens * chunk_tokens);
+  }
+  return std::max<int64_t>(0, end - num_computed_tokens);
 }
 
 void OffloadingConnector::start_load(const scheduler::Request& r,
@@ -202,6 +211,7 @@ void OffloadingConnector::store_computed(const scheduler::SchedulerOutput& plan)
     RequestState& state = requests_[r.request_id()];
     int64_t limit = r.num_computed_tokens;
     if (config_.offload_prompt_only) limit = std::min(limit, r.num_prompt_tokens());
+    if (r.kv_transfer.max_offload_tokens >= 0) limit = std::min(limit, r.kv_transfer.max_offload_tokens);
     const int64_t num_chunks =
         std::min(limit / chunk_tokens, static_cast<int64_t>(r.block_hashes().size()) / per_chunk);
     if (num_chunks <= state.num_stored_chunks) continue;

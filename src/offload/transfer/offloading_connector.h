@@ -117,7 +117,8 @@ class OffloadingConnector : public scheduler::KvConnector {
   OffloadingConnector(const OffloadConfig& config, const ChunkFormat& format,
                       kv::KvCacheManager& kv, attention::KvArena& arena,
                       std::unique_ptr<HostTier> host);
-  ChunkLookup lookup_chunk(const ChunkKey& key, const KeySet& protect);
+  ChunkLookup lookup_chunk(const ChunkKey& key, const KeySet& protect,
+                           const TierLookupContext& context);
   bool promote(size_t tier_idx, const ChunkKey& key, const KeySet& protect);
   void on_transfer_done(const TransferResult& result, std::vector<FinishedLoad>& loads);
   void on_tier_job_done(size_t tier_idx, const TierJobResult& result);
