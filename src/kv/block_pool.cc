@@ -24,7 +24,16 @@ void BlockPool::evict_hash(int32_t block_id) {
   KvBlock& b = blocks_[block_id];
   if (!b.hash) return;
   auto it = cached_.find(*b.hash);
-  if (it != cached_.end() && it->second == block_id) cached_.erase(it);
+  if (it != cached_.end() && it->second == block_id) {
+    cached_.erase(it);
+    if (events_enabled_) {
+      if (!events_.empty() && events_.back().kind == KvCacheEvent::Kind::kRemoved) {
+        events_.back().block_hashes.push_back(*b.hash);
+      } else {
+        events_.push_back({KvCacheEvent::Kind::kRemoved, {*b.hash}, std::nullopt, {}});
+      }
+    }
+  }
   b.hash.reset();
   ++stats_.num_evicted_blocks;
 }
@@ -57,18 +66,25 @@ void BlockPool::free_blocks(const std::vector<int32_t>& block_ids) {
   }
 }
 
-void BlockPool::cache_block(int32_t block_id, const BlockHash& hash) {
-  if (!enable_caching_) return;
+bool BlockPool::cache_block(int32_t block_id, const BlockHash& hash) {
+  if (!enable_caching_) return false;
   KvBlock& b = blocks_[block_id];
-  if (b.hash) return;
+  if (b.hash) return false;
   b.hash = hash;
-  cached_.emplace(hash, block_id);
+  return cached_.emplace(hash, block_id).second;
+}
+
+std::vector<KvCacheEvent> BlockPool::take_events() {
+  std::vector<KvCacheEvent> out;
+  out.swap(events_);
+  return out;
 }
 
 bool BlockPool::reset_prefix_cache() {
   if (num_free_blocks() != num_blocks()) return false;
   for (KvBlock& b : blocks_) b.hash.reset();
   cached_.clear();
+  if (events_enabled_) events_.push_back({KvCacheEvent::Kind::kAllCleared, {}, std::nullopt, {}});
   return true;
 }
 

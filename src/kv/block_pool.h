@@ -21,6 +21,7 @@
 
 #include "kv/block_hash.h"
 #include "kv/free_block_queue.h"
+#include "kv/kv_cache_event.h"
 
 namespace strata::kv {
 
@@ -65,13 +66,21 @@ class BlockPool {
 
   // Records that `block_id` is full with content `hash` and makes it findable.
   // A block already caching some hash keeps it; if another block already
-  // holds `hash`, the index keeps the existing one.
-  void cache_block(int32_t block_id, const BlockHash& hash);
+  // holds `hash`, the index keeps the existing one. Returns true when `hash`
+  // became newly findable.
+  bool cache_block(int32_t block_id, const BlockHash& hash);
 
   // Forgets every cached hash (blocks in use keep their data but become
   // unfindable). Returns false if requests still hold blocks (vLLM semantics:
   // only a fully idle pool resets).
   bool reset_prefix_cache();
+
+  // KV events (off by default): evictions and resets are recorded here;
+  // KvCacheManager adds the stores. take_events() hands them over in order.
+  void enable_events(bool on) { events_enabled_ = on; }
+  bool events_enabled() const { return events_enabled_; }
+  void add_event(KvCacheEvent event) { events_.push_back(std::move(event)); }
+  std::vector<KvCacheEvent> take_events();
 
   PrefixCacheStats& stats() { return stats_; }
   const PrefixCacheStats& stats() const { return stats_; }
@@ -84,6 +93,8 @@ class BlockPool {
   std::unordered_map<BlockHash, int32_t, BlockHashHasher> cached_;
   bool enable_caching_;
   PrefixCacheStats stats_;
+  bool events_enabled_ = false;
+  std::vector<KvCacheEvent> events_;
 };
 
 }  // namespace strata::kv

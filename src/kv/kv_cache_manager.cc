@@ -38,7 +38,8 @@ void KvCacheManager::record_query(int64_t num_tokens, int64_t num_hit_tokens) {
 
 bool KvCacheManager::allocate_slots(RequestKey key, int64_t num_computed_tokens,
                                     int64_t num_new_tokens, const ComputedBlocks& new_computed,
-                                    std::span<const BlockHash> block_hashes) {
+                                    std::span<const BlockHash> block_hashes,
+                                    std::span<const int32_t> token_ids) {
   RequestBlocks& req = requests_[key];
   const int64_t num_required = num_blocks_for(num_computed_tokens + num_new_tokens);
   const int64_t num_have = static_cast<int64_t>(req.block_ids.size()) +
@@ -59,21 +60,38 @@ bool KvCacheManager::allocate_slots(RequestKey key, int64_t num_computed_tokens,
       pool_.get_new_blocks(static_cast<int32_t>(num_to_allocate));
   STRATA_CHECK(fresh.has_value());
   req.block_ids.insert(req.block_ids.end(), fresh->begin(), fresh->end());
-  cache_full_blocks(key, block_hashes, num_computed_tokens + num_new_tokens);
+  cache_full_blocks(key, block_hashes, num_computed_tokens + num_new_tokens, token_ids);
   return true;
 }
 
 void KvCacheManager::cache_full_blocks(RequestKey key, std::span<const BlockHash> block_hashes,
-                                       int64_t num_tokens) {
+                                       int64_t num_tokens, std::span<const int32_t> token_ids) {
   auto it = requests_.find(key);
   if (it == requests_.end()) return;
   RequestBlocks& req = it->second;
   const int64_t limit = std::min({static_cast<int64_t>(block_hashes.size()),
                                   static_cast<int64_t>(req.block_ids.size()),
                                   num_tokens / block_size_});
+  KvCacheEvent stored;
+  auto flush = [&] {
+    if (!stored.block_hashes.empty()) pool_.add_event(std::move(stored));
+    stored = KvCacheEvent{};
+  };
   for (int64_t i = req.num_cached_blocks; i < limit; ++i) {
-    pool_.cache_block(req.block_ids[i], block_hashes[i]);
+    const bool is_new = pool_.cache_block(req.block_ids[i], block_hashes[i]);
+    if (!pool_.events_enabled()) continue;
+    if (!is_new) {
+      flush();  // one event per run of newly findable blocks
+      continue;
+    }
+    if (stored.block_hashes.empty() && i > 0) stored.parent_block_hash = block_hashes[i - 1];
+    stored.block_hashes.push_back(block_hashes[i]);
+    if (static_cast<int64_t>(token_ids.size()) >= (i + 1) * block_size_) {
+      stored.token_ids.insert(stored.token_ids.end(), token_ids.begin() + i * block_size_,
+                              token_ids.begin() + (i + 1) * block_size_);
+    }
   }
+  flush();
   req.num_cached_blocks = std::max(req.num_cached_blocks, limit);
 }
 

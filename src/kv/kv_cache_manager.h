@@ -57,8 +57,10 @@ class KvCacheManager {
   // get_computed_blocks that the request takes now). Caches the blocks that
   // are full after this step and whose hash is in `block_hashes`. Returns false and changes nothing when
   // the pool cannot supply the blocks.
+  // `token_ids` (the sequence's tokens) only feed KV events; may be empty.
   bool allocate_slots(RequestKey key, int64_t num_computed_tokens, int64_t num_new_tokens,
-                      const ComputedBlocks& new_computed, std::span<const BlockHash> block_hashes);
+                      const ComputedBlocks& new_computed, std::span<const BlockHash> block_hashes,
+                      std::span<const int32_t> token_ids = {});
 
   // Caches the blocks of `key` that are full within its first `num_tokens`
   // tokens and whose hash is in `block_hashes`. Blocks are cached as soon as
@@ -66,7 +68,7 @@ class KvCacheManager {
   // sequence's K/V of a layer is written before any attention of that layer
   // reads, so a request scheduled in the same step may already share them.
   void cache_full_blocks(RequestKey key, std::span<const BlockHash> block_hashes,
-                         int64_t num_tokens);
+                         int64_t num_tokens, std::span<const int32_t> token_ids = {});
 
   // Releases all of the request's blocks (tail first, so its last blocks are
   // evicted first). Safe to call for unknown keys.

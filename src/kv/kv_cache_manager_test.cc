@@ -19,6 +19,35 @@ std::vector<int32_t> iota_tokens(int n, int start = 0) {
   return t;
 }
 
+TEST(KvCacheManagerTest, KvEventsRecordStoresEvictionsAndResets) {
+  KvCacheManager m(3, 4, true);
+  m.pool().enable_events(true);
+  auto tokens = iota_tokens(10, 100);  // 2 full blocks + 2 tokens
+  auto hashes = hashes_of(tokens, 4);
+  ASSERT_TRUE(m.allocate_slots(1, 0, 10, {}, hashes, tokens));
+  std::vector<KvCacheEvent> ev = m.pool().take_events();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kind, KvCacheEvent::Kind::kStored);
+  EXPECT_EQ(ev[0].block_hashes, hashes);
+  EXPECT_FALSE(ev[0].parent_block_hash.has_value());
+  EXPECT_EQ(ev[0].token_ids, std::vector<int32_t>(tokens.begin(), tokens.begin() + 8));
+  m.free(1);
+  auto other = iota_tokens(12, 500);
+  auto other_hashes = hashes_of(other, 4);
+  ASSERT_TRUE(m.allocate_slots(2, 0, 12, {}, other_hashes, other));  // reuses all 3 blocks
+  ev = m.pool().take_events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].kind, KvCacheEvent::Kind::kRemoved);
+  EXPECT_EQ(ev[0].block_hashes.size(), 2u);
+  EXPECT_EQ(ev[1].kind, KvCacheEvent::Kind::kStored);
+  EXPECT_EQ(ev[1].block_hashes.size(), 3u);
+  m.free(2);
+  ASSERT_TRUE(m.pool().reset_prefix_cache());
+  ev = m.pool().take_events();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kind, KvCacheEvent::Kind::kAllCleared);
+}
+
 TEST(KvCacheManagerTest, PrefixHitSharesBlocksAndLeavesLastTokenToCompute) {
   KvCacheManager m(10, 4, true);
   auto tokens = iota_tokens(12);  // exactly 3 full blocks

@@ -63,7 +63,8 @@ void Scheduler::schedule_running(SchedulerOutput& out, int64_t& budget) {
     const int64_t n = chunk_size(*r, r->num_computed_tokens, budget);
     bool allocated = false;
     while (!allocated) {
-      allocated = kv_.allocate_slots(r->key(), r->num_computed_tokens, n, {}, r->block_hashes());
+      allocated = kv_.allocate_slots(r->key(), r->num_computed_tokens, n, {}, r->block_hashes(),
+                                     r->all_token_ids());
       if (allocated) break;
       Request* victim = running_.back();
       running_.pop_back();
@@ -124,7 +125,9 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
   const int64_t remaining = r->num_tokens() - num_computed;
   if (!config_.enable_chunked_prefill && remaining > budget) return Admit::kStop;
   const int64_t n = chunk_size(*r, num_computed, budget);
-  if (!kv_.allocate_slots(r->key(), num_computed, n, hit, r->block_hashes())) return Admit::kStop;
+  if (!kv_.allocate_slots(r->key(), num_computed, n, hit, r->block_hashes(), r->all_token_ids())) {
+    return Admit::kStop;
+  }
   if (!r->has_loaded_kv) record_first_schedule(r, num_computed, 0);
   r->has_loaded_kv = false;
   r->status = RequestStatus::kRunning;
@@ -162,7 +165,7 @@ void Scheduler::finish_kv_load(const std::string& request_id, int64_t num_loaded
   Request* r = it->second.get();
   STRATA_CHECK(r->status == RequestStatus::kWaitingForRemoteKvs);
   r->num_computed_tokens += num_loaded_tokens;
-  kv_.cache_full_blocks(r->key(), r->block_hashes(), r->num_computed_tokens);
+  kv_.cache_full_blocks(r->key(), r->block_hashes(), r->num_computed_tokens, r->all_token_ids());
   r->has_loaded_kv = true;
   r->status = RequestStatus::kWaiting;
 }
