@@ -17,7 +17,8 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& co
     return make_plugin_tier(config.type, config.module_path, config.config_json, format, region);
   }
   if (config.type == "fs") return make_fs_tier(config.fs, format, region);
-  return invalid_argument("secondary tier type '" + config.type + "' is not known (known: fs)");
+  if (config.type == "obj") return make_obj_tier(config.obj, format, region);
+  return invalid_argument("secondary tier type '" + config.type + "' is not known (known: fs, obj)");
 }
 
 }  // namespace
@@ -82,6 +83,7 @@ ChunkKey OffloadingConnector::chunk_key(const scheduler::Request& r, int64_t chu
 
 bool OffloadingConnector::promote(size_t tier_idx, const ChunkKey& key, const KeySet& protect) {
   std::vector<std::pair<ChunkKey, int64_t>> slot = host_->prepare_write({&key, 1}, protect);
+  note_evictions();
   if (slot.empty()) {
     ++counters_.promotion_allocation_failures;
     return false;
@@ -223,6 +225,7 @@ void OffloadingConnector::store_computed(const scheduler::SchedulerOutput& plan)
     }
     state.num_stored_chunks = num_chunks;
     std::vector<std::pair<ChunkKey, int64_t>> reserved = host_->prepare_write(keys, {});
+    note_evictions();
     if (reserved.empty()) continue;
     const std::vector<int32_t>& table = kv_.block_ids(r.key());
     TransferJob job{next_job_id_++, TransferDirection::kPoolToHost, {}};
@@ -284,6 +287,7 @@ void OffloadingConnector::on_transfer_done(const TransferResult& result,
   STRATA_CHECK(it != stores_.end());
   kv_.pool().free_blocks(it->second.pinned_blocks);
   for (const ChunkKey& key : it->second.keys) host_->complete_write(key, true);
+  add_event(false, "CPU", it->second.keys);
   host_stats.store_bytes += result.bytes;
   host_stats.store_seconds += result.seconds;
   if (!tiers_.empty()) cascade(it->second.keys);
@@ -295,6 +299,15 @@ void OffloadingConnector::on_tier_job_done(size_t tier_idx, const TierJobResult&
   STRATA_CHECK(it != tier_jobs_[tier_idx].end()) << "unknown job " << result.job_id;
   const TierJobInfo& info = it->second;
   STRATA_CHECK(result.ok.size() == info.keys.size());
+  std::vector<ChunkKey> ok_keys;
+  for (size_t k = 0; k < info.keys.size(); ++k) {
+    if (result.ok[k]) ok_keys.push_back(info.keys[k]);
+  }
+  if (info.is_promotion) {
+    add_event(false, "CPU", ok_keys);
+  } else if (tiers_[tier_idx]->name() != "p2p") {
+    add_event(false, "STORAGE", ok_keys);
+  }
   for (size_t k = 0; k < info.keys.size(); ++k) {
     const ChunkKey& key = info.keys[k];
     if (!info.is_promotion) {
@@ -348,7 +361,28 @@ std::vector<FinishedLoad> OffloadingConnector::drain() {
   return loads;
 }
 
-void OffloadingConnector::reset_host_tier() { host_->clear(); }
+void OffloadingConnector::reset_host_tier() {
+  host_->clear();
+  note_evictions();
+}
+
+void OffloadingConnector::note_evictions() {
+  // Right away, so a key evicted and stored again in one step keeps its order.
+  // The list is taken even with events off, so it never grows.
+  add_event(true, "CPU", host_->take_removed());
+}
+
+void OffloadingConnector::add_event(bool removed, const std::string& medium,
+                                    std::vector<ChunkKey> keys) {
+  if (!events_enabled_ || keys.empty()) return;
+  events_.push_back({removed, medium, std::move(keys)});
+}
+
+std::vector<OffloadEvent> OffloadingConnector::take_events() {
+  std::vector<OffloadEvent> out;
+  out.swap(events_);
+  return out;
+}
 
 ConnectorStats OffloadingConnector::stats() const {
   ConnectorStats s = counters_;

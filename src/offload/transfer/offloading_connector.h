@@ -43,6 +43,16 @@ struct FinishedLoad {
   int64_t num_tokens = 0;  // tokens now in the request's blocks
 };
 
+// A change in what a tier holds, for KV events (medium "CPU" for the host
+// tier, "STORAGE" for filesystem, object-store and plugin tiers; the peer
+// tier holds other instances' KV and announces nothing). Keys are chunk
+// keys: with blocks_per_chunk 1 (the default) each is a block hash.
+struct OffloadEvent {
+  bool removed = false;
+  std::string medium;
+  std::vector<ChunkKey> keys;
+};
+
 struct ConnectorStats {
   std::vector<TierStats> tiers;     // "cpu" first, then the secondary tiers in order
   int64_t promotion_failures = 0;   // secondary -> host copies that failed (recomputed)
@@ -87,6 +97,10 @@ class OffloadingConnector : public scheduler::KvConnector {
   void reset_host_tier();
 
   ConnectorStats stats() const;
+
+  // KV events (off by default): what tiers stored or dropped since the last call.
+  void enable_events(bool on) { events_enabled_ = on; }
+  std::vector<OffloadEvent> take_events();
   const ChunkFormat& format() const { return format_; }
 
   // Test hook: waits for in-flight work, then adds a secondary tier.
@@ -140,6 +154,10 @@ class OffloadingConnector : public scheduler::KvConnector {
   std::unordered_map<ChunkKey, size_t, kv::BlockHashHasher> promoted_from_;
   std::vector<int64_t> tier_hit_tokens_;  // per secondary tier
   ConnectorStats counters_;
+  bool events_enabled_ = false;
+  std::vector<OffloadEvent> events_;
+  void add_event(bool removed, const std::string& medium, std::vector<ChunkKey> keys);
+  void note_evictions();
 };
 
 }  // namespace strata::offload
