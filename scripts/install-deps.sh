@@ -10,11 +10,14 @@ PACKAGES=(
   # libraries
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libsimdjson-dev
+  libzmq3-dev  # KV events publisher (src/events)
+  zlib1g-dev  # PNG plots of strata bench serve
   libdnnl-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
   liburing-dev  # bench/fs_tier_bench only (io_uring vs threads)
   # numerical reference and test tooling (run with /usr/bin/python3)
   python3 python3-numpy python3-torch python3-jinja2 python3-yaml python3-prometheus-client curl
+  python3-zmq python3-msgpack  # KV events subscriber test
   # node for the npm-based oracles and API tests
   nodejs
 )

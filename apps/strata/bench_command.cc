@@ -2,11 +2,14 @@
 // `vllm bench throughput`): N random prompts of a fixed length, each generating
 // a fixed number of tokens (EOS ignored), all submitted at once; reports
 // requests/s and tokens/s. `--max-num-seqs 1` gives the batch-1 baseline.
+// `strata bench serve` (online serving benchmark against any OpenAI-compatible
+// server) and `strata bench plot` live in bench_serve_command.cc / bench_sweep.cc.
 #include <chrono>
 #include <cstdio>
 #include <random>
 
 #include "base/cpu_features.h"
+#include "bench_serve.h"
 #include "commands.h"
 #include "engine/engine_core.h"
 #include "flags.h"
@@ -112,10 +115,17 @@ int run_throughput(const std::vector<std::string>& args) {
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "throughput") {
-    return run_throughput(std::vector<std::string>(args.begin() + 1, args.end()));
-  }
-  std::fprintf(stderr, "usage: strata bench throughput [flags]   (--help for flags)\n");
+  const std::string sub = args.empty() ? "" : args[0];
+  const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (sub == "throughput") return run_throughput(rest);
+  if (sub == "serve") return run_serve_bench(rest);
+  if (sub == "plot") return run_bench_plot(rest);
+  std::fprintf(stderr,
+               "usage: strata bench throughput [flags]   offline engine throughput\n"
+               "       strata bench serve [flags]        serving benchmark against an "
+               "OpenAI-compatible server\n"
+               "       strata bench plot SWEEP.json... --output FILE.png\n"
+               "(--help after a sub-command lists its flags)\n");
   return 2;
 }
 

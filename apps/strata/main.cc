@@ -15,7 +15,9 @@ void print_usage() {
                "commands:\n"
                "  generate   generate a continuation of one prompt (--help for flags)\n"
                "  serve      OpenAI/vLLM-compatible HTTP server (--help for flags)\n"
-               "  bench      benchmarks: `strata bench throughput` (offline engine throughput)\n"
+               "  bench      benchmarks: `strata bench throughput` (offline engine),\n"
+               "             `strata bench serve` (any OpenAI-compatible server),\n"
+               "             `strata bench plot` (plots of sweeps)\n"
                "  version    print the version\n");
 }
 

@@ -151,5 +151,23 @@ TEST_F(ConnectorHarness, FinishedWhileLoadingFreesBlocksWhenTheCopyEnds) {
   EXPECT_EQ(scheduler_.num_loading(), 0);
 }
 
+TEST_F(ConnectorHarness, LoadedRequestsPassOneThePoolCannotTake) {
+  // b (first in line) retries while a loads; then b needs more blocks than are
+  // free. a holds its blocks already: it must run, or the pool stays hostage.
+  connector_.answers["b"] = {std::nullopt, 0};
+  connector_.answers["a"] = {64};
+  add("b", 100, 500);
+  add("a", 80);
+  step();
+  ASSERT_EQ(connector_.loads.size(), 1u);
+  scheduler_.finish_kv_load("a", 64);
+  SchedulerOutput s2 = step();
+  EXPECT_FALSE(find(s2, "b")) << "its first chunk needs 16 blocks; 12 are free";
+  std::optional<ScheduledRequest> a = find(s2, "a");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->num_computed_tokens, 64);
+  EXPECT_EQ(scheduler_.stats().external_queries_tokens, 80) << "b's failed admissions are not queries";
+}
+
 }  // namespace
 }  // namespace strata::scheduler

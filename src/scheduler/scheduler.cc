@@ -100,7 +100,6 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
     if (connector_ != nullptr && !r->skip_prefix_cache) {
       std::optional<int64_t> external = connector_->get_num_new_matched_tokens(*r, num_computed);
       if (!external) return Admit::kSkip;  // a tier is promoting; ask next step
-      stats_.external_queries_tokens += r->num_tokens();
       if (*external > 0) {
         // Blocks for the whole sequence, not just the loaded part: a request
         // that waits holding half of what it needs could deadlock with others
@@ -112,6 +111,7 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
                                 pool_hashes)) {
           return Admit::kStop;
         }
+        stats_.external_queries_tokens += r->num_tokens();
         stats_.external_hit_tokens += *external;
         record_first_schedule(r, num_computed, *external);
         r->num_computed_tokens = num_computed;
@@ -128,7 +128,10 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
   if (!kv_.allocate_slots(r->key(), num_computed, n, hit, r->block_hashes(), r->all_token_ids())) {
     return Admit::kStop;
   }
-  if (!r->has_loaded_kv) record_first_schedule(r, num_computed, 0);
+  if (!r->has_loaded_kv) {
+    if (connector_ != nullptr && !r->skip_prefix_cache) stats_.external_queries_tokens += r->num_tokens();
+    record_first_schedule(r, num_computed, 0);
+  }
   r->has_loaded_kv = false;
   r->status = RequestStatus::kRunning;
   r->num_computed_tokens = num_computed;
@@ -139,11 +142,24 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
 
 void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
   size_t idx = 0;
+  bool out_of_blocks = false;
   while (idx < waiting_.size() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
     Request* r = waiting_[idx];
+    // Past a request the pool cannot take, only requests whose KV a tier has
+    // already loaded (they hold their blocks) may go ahead: blocking them
+    // behind it would hold the pool hostage forever.
+    if (out_of_blocks && !r->has_loaded_kv) {
+      ++idx;
+      continue;
+    }
     const Admit result = admit(r, out, budget);
-    if (result == Admit::kStop) break;
+    if (result == Admit::kStop) {
+      if (connector_ == nullptr) break;
+      out_of_blocks = true;
+      ++idx;
+      continue;
+    }
     if (result == Admit::kSkip || result == Admit::kLoading) {
       ++idx;
       continue;
