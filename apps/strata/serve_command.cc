@@ -20,6 +20,7 @@
 #include "model/loader/model_files.h"
 #include "model/model.h"
 #include "server/api_server.h"
+#include "server/kv_events_config.h"
 #include "server/kv_transfer_config.h"
 #include "server/model_assets.h"
 
@@ -201,15 +202,20 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-Status check_json_flag(const std::string& name, const std::string& value) {
-  if (value.empty()) return Status();
-  nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return invalid_argument("--" + name + " expects a JSON object, got '" + value + "'");
+// --kv-events-config: a publisher bound now (a taken port fails startup).
+StatusOr<std::shared_ptr<events::KvEventPublisher>> kv_event_publisher(const ServeFlags& f) {
+  if (f.kv_events_config.empty()) return std::shared_ptr<events::KvEventPublisher>();
+  STRATA_ASSIGN_OR_RETURN(events::KvEventsConfig config,
+                          server::parse_kv_events_config(f.kv_events_config));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<events::KvEventPublisher> publisher,
+                          events::KvEventPublisher::create(config));
+  if (publisher->is_enabled()) {
+    STRATA_LOG(kInfo) << "KV events: publishing on " << publisher->pub_endpoint()
+                      << (publisher->replay_endpoint().empty()
+                              ? std::string()
+                              : ", replay on " + publisher->replay_endpoint());
   }
-  STRATA_LOG(kWarning) << "--" << name << " accepted; KV events arrive in a later release "
-                       << "and are not published yet";
-  return Status();
+  return std::shared_ptr<events::KvEventPublisher>(std::move(publisher));
 }
 
 void warn_ignored(const FlagSet& flags) {
@@ -306,6 +312,7 @@ StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, int64_t max_mo
     c.kv_cache_memory_bytes = static_cast<int64_t>(budget * f.gpu_memory_utilization);
   }
   STRATA_ASSIGN_OR_RETURN(c.offload, offload_config(f));
+  STRATA_ASSIGN_OR_RETURN(c.kv_events, kv_event_publisher(f));
   return c;
 }
 
@@ -362,7 +369,6 @@ server::ServerConfig server_config(const ServeFlags& f, const Loaded& l, int64_t
 }
 
 Status check_flags(const ServeFlags& f) {
-  STRATA_RETURN_IF_ERROR(check_json_flag("kv-events-config", f.kv_events_config));
   if (f.dtype != "auto" && f.dtype != "float32" && f.dtype != "float" && f.dtype != "bfloat16") {
     if (f.dtype == "half" || f.dtype == "float16") {
       STRATA_LOG(kWarning) << "--dtype " << f.dtype << ": activations run in float32";

@@ -74,12 +74,65 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(const model::Model& mod
                                                                  core->runner_.kv_arena()));
     core->scheduler_.set_connector(core->connector_.get());
   }
+  core->enable_kv_events();
   return core;
+}
+
+void EngineCore::enable_kv_events() {
+  if (config_.kv_events == nullptr || !config_.kv_events->is_enabled()) return;
+  kv_.pool().enable_events(true);
+  if (connector_ != nullptr) connector_->enable_events(true);
+}
+
+void EngineCore::publish_kv_events() {
+  if (!kv_.pool().events_enabled()) return;
+  std::vector<events::KvEvent> batch;
+  auto hashes = [](const std::vector<kv::BlockHash>& in) {
+    std::vector<uint64_t> out;
+    for (const kv::BlockHash& h : in) out.push_back(events::to_event_hash(h));
+    return out;
+  };
+  for (kv::KvCacheEvent& e : kv_.pool().take_events()) {
+    switch (e.kind) {
+      case kv::KvCacheEvent::Kind::kStored: {
+        events::BlockStored stored;
+        stored.block_hashes = hashes(e.block_hashes);
+        if (e.parent_block_hash) stored.parent_block_hash = events::to_event_hash(*e.parent_block_hash);
+        stored.token_ids = std::move(e.token_ids);
+        stored.block_size = config_.block_size;
+        stored.medium = events::kMediumGpu;  // vLLM's name for the engine's KV pool
+        batch.push_back(std::move(stored));
+        break;
+      }
+      case kv::KvCacheEvent::Kind::kRemoved:
+        batch.push_back(events::BlockRemoved{hashes(e.block_hashes), events::kMediumGpu, ""});
+        break;
+      case kv::KvCacheEvent::Kind::kAllCleared:
+        batch.push_back(events::AllBlocksCleared{});
+        break;
+    }
+  }
+  if (connector_ != nullptr) {
+    const int64_t chunk_tokens = connector_->format().tokens_per_chunk();
+    for (offload::OffloadEvent& e : connector_->take_events()) {
+      if (e.removed) {
+        batch.push_back(events::BlockRemoved{hashes(e.keys), e.medium, ""});
+      } else {
+        events::BlockStored stored;  // tiers announce hashes only, as vLLM's offload tiers do
+        stored.block_hashes = hashes(e.keys);
+        stored.block_size = chunk_tokens;
+        stored.medium = e.medium;
+        batch.push_back(std::move(stored));
+      }
+    }
+  }
+  if (!batch.empty()) config_.kv_events->publish(std::move(batch));
 }
 
 bool EngineCore::reset_prefix_cache() {
   if (!kv_.pool().reset_prefix_cache()) return false;
   if (connector_ != nullptr) connector_->reset_host_tier();
+  publish_kv_events();
   return true;
 }
 
@@ -173,6 +226,7 @@ std::vector<RequestOutput> EngineCore::step() {
   for (kv::RequestKey key : plan.finished_request_keys) runner_.remove_request(key);
   if (plan.scheduled.empty()) {
     scheduler_.release_finished();
+    publish_kv_events();
     // Nothing to compute: only KV copies are pending; let them progress.
     if (connector_ != nullptr && has_unfinished_requests()) {
       connector_->wait_for_progress(std::chrono::milliseconds(2));
@@ -225,6 +279,7 @@ std::vector<RequestOutput> EngineCore::step() {
     outputs.push_back(std::move(out));
   }
   scheduler_.release_finished();
+  publish_kv_events();
   return outputs;
 }
 

@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "kv/kv_cache_manager.h"
+#include "events/kv_event_publisher.h"
 #include "model/model.h"
 #include "offload/transfer/offload_config.h"
 #include "offload/transfer/offloading_connector.h"
@@ -39,6 +40,9 @@ struct EngineConfig {
   int64_t num_blocks = 0;  // when > 0, overrides kv_cache_memory_bytes
   bool enable_prefix_caching = true;
   offload::OffloadConfig offload;  // the tiered KV cache (off unless enabled)
+  // KV events for routers (--kv-events-config); null or disabled = none. The
+  // engine thread publishes one batch per step that changed the caches.
+  std::shared_ptr<events::KvEventPublisher> kv_events;
 };
 
 struct EngineRequest {
@@ -132,6 +136,8 @@ class EngineCore {
  private:
   EngineCore(const model::Model& model, const EngineConfig& config, int64_t num_blocks,
              ThreadPool& pool);
+  void enable_kv_events();
+  void publish_kv_events();
 
   const model::Model& model_;
   EngineConfig config_;
