@@ -17,8 +17,7 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& co
     return make_plugin_tier(config.type, config.module_path, config.config_json, format, region);
   }
   if (config.type == "fs") return make_fs_tier(config.fs, format, region);
-  if (config.type == "obj") return make_obj_tier(config.obj, format, region);
-  return invalid_argument("secondary tier type '" + config.type + "' is not known (known: fs, obj)");
+  return invalid_argument("secondary tier type '" + config.type + "' is not known (known: fs)");
 }
 
 }  // namespace
