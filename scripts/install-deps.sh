@@ -10,13 +10,15 @@ PACKAGES=(
   # libraries
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libsimdjson-dev
-  libzmq3-dev  # KV events publisher (src/events)
-  zlib1g-dev  # PNG plots of strata bench serve
   libdnnl-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
   liburing-dev  # bench/fs_tier_bench only (io_uring vs threads)
+  libcurl4-openssl-dev libssl-dev  # object-store tier: HTTP and SigV4 signing
+  libzmq3-dev  # KV events publisher (src/events)
+  zlib1g-dev  # PNG plots of strata bench serve
   # numerical reference and test tooling (run with /usr/bin/python3)
   python3 python3-numpy python3-torch python3-jinja2 python3-yaml python3-prometheus-client curl
+  python3-botocore  # oracle for the object-store tier's SigV4 signer
   python3-zmq python3-msgpack  # KV events subscriber test
   # node for the npm-based oracles and API tests
   nodejs
@@ -48,7 +50,8 @@ fi
 # re-installed when the lock changes. (tools/train is for the hand-run
 # training pipeline and is not installed here.)
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-NPM_DIRS=(tools/tokenizer-oracle tools/chat-template-oracle tools/llamacpp tools/openai-e2e)
+NPM_DIRS=(tools/tokenizer-oracle tools/chat-template-oracle tools/llamacpp tools/openai-e2e
+  tools/s3-server)
 for rel in "${NPM_DIRS[@]}"; do
   lock="$root/$rel/package-lock.json"
   [ -e "$lock" ] || continue

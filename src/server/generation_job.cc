@@ -21,6 +21,23 @@ std::string quoted_json(const std::string& s) {
   return out + "\"";
 }
 
+// A prefiller's answer to do_remote_decode (vLLM's P/D connectors): where the
+// decoder loads this prompt's KV from, i.e. this instance's peer tier. Its
+// chunks reach the peer tier as they are computed; the decoder waits for
+// any that are still on their way (p2p_tier.h).
+std::string remote_decode_params(const ServerConfig& config,
+                                 const scheduler::KvTransferHints& hints) {
+  if (!hints.do_remote_decode || config.kv_peer_host.empty()) return "";
+  JsonWriter w;
+  w.begin_object();
+  w.key("do_remote_prefill").value(true);
+  w.key("do_remote_decode").value(false);
+  w.key("remote_host").value(config.kv_peer_host);
+  w.key("remote_port").value(config.kv_peer_port);
+  w.end_object();
+  return w.take();
+}
+
 }  // namespace
 
 GenerationJob::GenerationJob(ServerContext& ctx, JobOptions options, std::vector<JobPrompt> prompts,
@@ -29,7 +46,10 @@ GenerationJob::GenerationJob(ServerContext& ctx, JobOptions options, std::vector
       options_(std::move(options)),
       prompts_(std::move(prompts)),
       responder_(std::move(responder)),
-      arrival_(std::chrono::steady_clock::now()) {}
+      arrival_(std::chrono::steady_clock::now()) {
+  options_.meta.kv_transfer_params_json =
+      remote_decode_params(ctx_.config, options_.base.kv_transfer);
+}
 
 std::optional<ApiError> GenerationJob::start() {
   const size_t n = static_cast<size_t>(options_.n);

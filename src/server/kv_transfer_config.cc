@@ -2,8 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <optional>
+#include <utility>
 #include <set>
 
 namespace strata::server {
@@ -73,6 +76,19 @@ class ObjectReader {
   std::string path_;
 };
 
+// Keys every built-in tier accepts: "locality" is checked, "enable_kv_events"
+// is accepted (events are configured by --kv-events-config).
+Status check_tier_common_keys(const ObjectReader& r) {
+  std::string locality;
+  STRATA_RETURN_IF_ERROR(r.get_string("locality", locality));
+  if (!locality.empty() && locality != "LOCAL" && locality != "REMOTE") {
+    return invalid_argument(r.name("locality") + " must be \"LOCAL\" or \"REMOTE\", got \"" +
+                            locality + "\"");
+  }
+  bool events = false;
+  return r.get_bool("enable_kv_events", events);
+}
+
 Status parse_fs_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
   STRATA_RETURN_IF_ERROR(r.check_keys({"type", "root_dir", "n_read_threads", "n_write_threads",
                                        "max_bytes", "miss_ttl_ms", "locality",
@@ -88,14 +104,113 @@ Status parse_fs_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) 
   tier.fs.n_write_threads = static_cast<int>(std::min<int64_t>(n, 256));
   STRATA_RETURN_IF_ERROR(r.get_int("max_bytes", 0, tier.fs.max_bytes));
   STRATA_RETURN_IF_ERROR(r.get_int("miss_ttl_ms", 0, tier.fs.miss_ttl_ms));
-  std::string locality;
-  STRATA_RETURN_IF_ERROR(r.get_string("locality", locality));
-  if (!locality.empty() && locality != "LOCAL" && locality != "REMOTE") {
-    return invalid_argument(r.name("locality") + " must be \"LOCAL\" or \"REMOTE\", got \"" +
-                            locality + "\"");
+  return check_tier_common_keys(r);
+}
+
+// vLLM's obj tier. The store settings may sit in the entry itself or, as vLLM
+// writes them, in "store_config"; one key may not be in both.
+Status parse_obj_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
+  STRATA_RETURN_IF_ERROR(r.check_keys({"type", "store_config", "bucket", "endpoint_override",
+                                       "scheme", "access_key", "secret_key", "session_token",
+                                       "region", "ca_bundle", "prefix", "io_threads",
+                                       "miss_ttl_ms", "connect_timeout_ms", "request_timeout_ms",
+                                       "locality", "enable_kv_events"}));
+  std::optional<ObjectReader> store;
+  if (r.has("store_config")) {
+    if (!r.at("store_config").is_object()) {
+      return invalid_argument(r.name("store_config") + " must be an object, got " +
+                              r.at("store_config").dump());
+    }
+    store.emplace(r.at("store_config"), r.name("store_config"));
+    STRATA_RETURN_IF_ERROR(store->check_keys({"bucket", "endpoint_override", "scheme",
+                                              "access_key", "secret_key", "session_token",
+                                              "region", "ca_bundle"}));
   }
-  bool events = false;
-  return r.get_bool("enable_kv_events", events);
+  offload::ObjTierConfig& obj = tier.obj;
+  const std::pair<const char*, std::string*> store_fields[] = {
+      {"bucket", &obj.bucket},         {"endpoint_override", &obj.endpoint},
+      {"scheme", &obj.scheme},         {"access_key", &obj.access_key},
+      {"secret_key", &obj.secret_key}, {"session_token", &obj.session_token},
+      {"region", &obj.region},         {"ca_bundle", &obj.ca_bundle}};
+  for (const auto& [key, out] : store_fields) {
+    const bool is_nested = store.has_value() && store->has(key);
+    if (is_nested && r.has(key)) {
+      return invalid_argument(r.name(key) + " and " + store->name(key) + " are both set; keep one");
+    }
+    STRATA_RETURN_IF_ERROR((is_nested ? *store : r).get_string(key, *out));
+  }
+  for (const char* key : {"bucket", "endpoint_override"}) {
+    if (!r.has(key) && !(store.has_value() && store->has(key))) {
+      return invalid_argument(r.name(key) + " (or " + r.name("store_config") + "." + key +
+                              ") is required");
+    }
+  }
+  if (obj.bucket.empty()) return invalid_argument(r.name("bucket") + " is empty");
+  if (obj.endpoint.empty()) return invalid_argument(r.name("endpoint_override") + " is empty");
+  if (obj.scheme != "http" && obj.scheme != "https") {
+    return invalid_argument(r.name("scheme") + " must be \"http\" or \"https\", got \"" +
+                            obj.scheme + "\"");
+  }
+  STRATA_RETURN_IF_ERROR(r.get_string("prefix", obj.prefix));
+  int64_t n = obj.io_threads;
+  STRATA_RETURN_IF_ERROR(r.get_int("io_threads", 1, n));
+  obj.io_threads = static_cast<int>(std::min<int64_t>(n, 256));
+  STRATA_RETURN_IF_ERROR(r.get_int("miss_ttl_ms", 0, obj.miss_ttl_ms));
+  STRATA_RETURN_IF_ERROR(r.get_int("connect_timeout_ms", 1, obj.connect_timeout_ms));
+  STRATA_RETURN_IF_ERROR(r.get_int("request_timeout_ms", 1, obj.request_timeout_ms));
+  return check_tier_common_keys(r);
+}
+
+// The peer tier (offload/tiers/p2p_tier.h). vLLM's "backends" (its transfer
+// library) is accepted and ignored: Strata moves chunks over plain TCP.
+Status parse_p2p_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
+  STRATA_RETURN_IF_ERROR(
+      r.check_keys({"type", "host", "port", "advertise_host", "peers", "secret", "max_bytes",
+                    "num_threads", "connect_timeout_ms", "io_timeout_ms", "miss_ttl_ms",
+                    "remote_wait_ms", "backends", "locality", "enable_kv_events"}));
+  offload::P2pTierConfig& p2p = tier.p2p;
+  STRATA_RETURN_IF_ERROR(r.get_string("host", p2p.host));
+  if (p2p.host.empty()) return invalid_argument(r.name("host") + " is empty");
+  STRATA_RETURN_IF_ERROR(r.get_int("port", 0, p2p.port));
+  if (p2p.port > 65535) {
+    return invalid_argument(r.name("port") + " must be in [0, 65535], got " +
+                            std::to_string(p2p.port));
+  }
+  STRATA_RETURN_IF_ERROR(r.get_string("advertise_host", p2p.advertise_host));
+  if (r.has("peers")) {
+    const Json& peers = r.at("peers");
+    if (!peers.is_array()) {
+      return invalid_argument(r.name("peers") + " must be an array of \"host:port\", got " +
+                              peers.dump());
+    }
+    for (size_t i = 0; i < peers.size(); ++i) {
+      const std::string name = r.name("peers") + "[" + std::to_string(i) + "]";
+      if (!peers[i].is_string()) {
+        return invalid_argument(name + " must be a string \"host:port\", got " + peers[i].dump());
+      }
+      const std::string text = peers[i].get<std::string>();
+      StatusOr<offload::PeerAddress> peer = offload::parse_peer_address(text);
+      if (!peer.ok()) return peer.status().with_prefix(name);
+      p2p.peers.push_back(text);
+    }
+  }
+  STRATA_RETURN_IF_ERROR(r.get_string("secret", p2p.secret));
+  STRATA_RETURN_IF_ERROR(r.get_int("max_bytes", 1, p2p.max_bytes));
+  STRATA_RETURN_IF_ERROR(r.get_int("num_threads", 1, p2p.num_threads));
+  p2p.num_threads = std::min<int64_t>(p2p.num_threads, 256);
+  STRATA_RETURN_IF_ERROR(r.get_int("connect_timeout_ms", 1, p2p.connect_timeout_ms));
+  STRATA_RETURN_IF_ERROR(r.get_int("io_timeout_ms", 1, p2p.io_timeout_ms));
+  STRATA_RETURN_IF_ERROR(r.get_int("miss_ttl_ms", 0, p2p.miss_ttl_ms));
+  STRATA_RETURN_IF_ERROR(r.get_int("remote_wait_ms", 0, p2p.remote_wait_ms));
+  if (r.has("backends")) {
+    const Json& backends = r.at("backends");
+    const auto is_string = [](const Json& b) { return b.is_string(); };
+    if (!backends.is_array() || !std::all_of(backends.begin(), backends.end(), is_string)) {
+      return invalid_argument(r.name("backends") + " must be an array of strings, got " +
+                              backends.dump());
+    }
+  }
+  return check_tier_common_keys(r);
 }
 
 Status parse_tier(const Json& j, const std::string& path, offload::SecondaryTierConfig& tier) {
@@ -104,6 +219,8 @@ Status parse_tier(const Json& j, const std::string& path, offload::SecondaryTier
   if (!r.has("type")) return invalid_argument(path + ".type is required");
   STRATA_RETURN_IF_ERROR(r.get_string("type", tier.type));
   if (tier.type == "fs") return parse_fs_tier(r, tier);
+  if (tier.type == "obj") return parse_obj_tier(r, tier);
+  if (tier.type == "p2p") return parse_p2p_tier(r, tier);
   if (r.has("module_path")) {
     // An out-of-tree tier: its keys are its own; it gets the entry as JSON.
     STRATA_RETURN_IF_ERROR(r.get_string("module_path", tier.module_path));
@@ -112,7 +229,7 @@ Status parse_tier(const Json& j, const std::string& path, offload::SecondaryTier
     return Status();
   }
   return invalid_argument(path + ".type \"" + tier.type +
-                          "\" is not a tier this build provides (available: fs)");
+                          "\" is not a tier this build provides (available: fs, obj, p2p)");
 }
 
 Status parse_extra_config(const ObjectReader& r, int64_t block_size,

@@ -10,7 +10,19 @@
 //       "offload_prompt_only": false,
 //       "max_load_wait_s": 5.0,                 Strata: wait for slow tiers at most this
 //       "secondary_tiers": [{"type": "fs", "root_dir": "...", "n_read_threads": 4,
-//                            "n_write_threads": 4, "max_bytes": M}]}}
+//                            "n_write_threads": 4, "max_bytes": M},
+//                           {"type": "obj", "bucket": "...", "endpoint_override": "http://h:9000",
+//                            "prefix": "", "io_threads": 4, "region", "access_key",
+//                            "secret_key", "session_token", "scheme", "ca_bundle",
+//                            "miss_ttl_ms", "connect_timeout_ms", "request_timeout_ms"}]}}
+//     An obj entry may put bucket, endpoint_override, scheme, credentials,
+//     region and ca_bundle in a nested "store_config" object instead (vLLM's
+//     form); credentials left out come from AWS_* variables at startup.
+//     A p2p entry (offload/tiers/p2p_tier.h): {"type": "p2p", "host": "127.0.0.1",
+//       "port": 5710, "advertise_host": "", "peers": ["host:port", ...], "secret": "...",
+//       "max_bytes": M, "num_threads": 4, "connect_timeout_ms": 1000, "io_timeout_ms": 5000,
+//       "miss_ttl_ms": 1000, "remote_wait_ms": 5000}; no secret here means
+//       $STRATA_P2P_SECRET at startup ("backends" is accepted and ignored).
 //
 // Unknown keys and wrong types are errors naming the key path
 // ("kv_connector_extra_config.secondary_tiers[0].n_read_threads must be ...").

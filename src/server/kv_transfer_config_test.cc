@@ -125,3 +125,178 @@ TEST(KvTransferConfig, PluginTiersPassTheirEntryThrough) {
 
 }  // namespace
 }  // namespace strata::server
+
+namespace strata::server {
+namespace {
+
+std::string with_tier(const std::string& tier) {
+  return with_extra(R"({"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":1,)"
+                    R"("secondary_tiers":[)" + tier + "]}");
+}
+
+TEST(KvTransferConfig, ObjTierFlatForm) {
+  StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(
+      with_tier(R"({"type":"obj","bucket":"kv","endpoint_override":"http://127.0.0.1:9000",)"
+                R"("prefix":"team/","io_threads":8,"region":"eu-west-3","access_key":"AK",)"
+                R"("secret_key":"SK","session_token":"TOK","miss_ttl_ms":0,)"
+                R"("connect_timeout_ms":500,"request_timeout_ms":7000,"locality":"REMOTE"})"),
+      16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->secondary_tiers.size(), 1u);
+  const offload::ObjTierConfig& obj = c->secondary_tiers[0].obj;
+  EXPECT_EQ(c->secondary_tiers[0].type, "obj");
+  EXPECT_EQ(obj.bucket, "kv");
+  EXPECT_EQ(obj.endpoint, "http://127.0.0.1:9000");
+  EXPECT_EQ(obj.scheme, "http");
+  EXPECT_EQ(obj.prefix, "team/");
+  EXPECT_EQ(obj.io_threads, 8);
+  EXPECT_EQ(obj.region, "eu-west-3");
+  EXPECT_EQ(obj.access_key, "AK");
+  EXPECT_EQ(obj.secret_key, "SK");
+  EXPECT_EQ(obj.session_token, "TOK");
+  EXPECT_EQ(obj.miss_ttl_ms, 0);
+  EXPECT_EQ(obj.connect_timeout_ms, 500);
+  EXPECT_EQ(obj.request_timeout_ms, 7000);
+}
+
+TEST(KvTransferConfig, ObjTierVllmNestedStoreConfig) {
+  StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(
+      with_tier(R"({"type":"obj","store_config":{"bucket":"kv","endpoint_override":"minio:9000",)"
+                R"("scheme":"https","access_key":"AK","secret_key":"SK","session_token":"",)"
+                R"("region":"us-east-1","ca_bundle":"/etc/ca.pem"},"prefix":"p/","io_threads":2,)"
+                R"("enable_kv_events":true})"),
+      16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const offload::ObjTierConfig& obj = c->secondary_tiers[0].obj;
+  EXPECT_EQ(obj.bucket, "kv");
+  EXPECT_EQ(obj.endpoint, "minio:9000");
+  EXPECT_EQ(obj.scheme, "https");
+  EXPECT_EQ(obj.ca_bundle, "/etc/ca.pem");
+  EXPECT_EQ(obj.access_key, "AK");
+  EXPECT_EQ(obj.prefix, "p/");
+  EXPECT_EQ(obj.io_threads, 2);
+  // Defaults: credentials may come from the environment at startup.
+  c = parse_kv_transfer_config(
+      with_tier(R"({"type":"obj","bucket":"kv","endpoint_override":"http://h:1"})"), 16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->secondary_tiers[0].obj.io_threads, 4);
+  EXPECT_EQ(c->secondary_tiers[0].obj.access_key, "");
+  EXPECT_EQ(c->secondary_tiers[0].obj.request_timeout_ms, 30000);
+}
+
+TEST(KvTransferConfig, ObjTierErrorsNameTheKeyPath) {
+  const std::string t0 = "kv_connector_extra_config.secondary_tiers[0]";
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","endpoint_override":"http://h:1"})"))
+                .find(t0 + ".bucket (or " + t0 + ".store_config.bucket) is required"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","bucket":"kv"})")).find("endpoint_override"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","bucket":"kv","endpoint_override":"h",)"
+                               R"("bukket":1})"))
+                .find("unknown key " + t0 + ".bukket"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","endpoint_override":"h",)"
+                               R"("store_config":{"bucket":"kv","prefix":"p/"}})"))
+                .find("unknown key " + t0 + ".store_config.prefix"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","endpoint_override":"h",)"
+                               R"("store_config":{"bucket":5}})"))
+                .find(t0 + ".store_config.bucket must be a string, got 5"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","bucket":"a","endpoint_override":"h",)"
+                               R"("store_config":{"bucket":"b"}})"))
+                .find(t0 + ".bucket and " + t0 + ".store_config.bucket are both set"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","bucket":"kv","endpoint_override":"h",)"
+                               R"("store_config":[]})"))
+                .find(t0 + ".store_config must be an object"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","bucket":"kv","endpoint_override":"h",)"
+                               R"("io_threads":0})"))
+                .find(t0 + ".io_threads must be an integer >= 1, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","bucket":"kv","endpoint_override":"h",)"
+                               R"("scheme":"ftp"})"))
+                .find(t0 + ".scheme must be \"http\" or \"https\""),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"obj","bucket":"","endpoint_override":"h"})"))
+                .find(t0 + ".bucket is empty"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::server
+
+namespace strata::server {
+namespace {
+
+std::string with_p2p(const std::string& entry) {
+  return with_extra(R"({"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":1,)"
+                    R"("secondary_tiers":[{"type":"p2p")" +
+                    entry + "}]}");
+}
+
+TEST(KvTransferConfig, P2pTierIssueExample) {
+  StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(
+      with_p2p(R"(,"host":"127.0.0.1","port":5710,"peers":["127.0.0.1:5711","[::1]:5712"],)"
+               R"("secret":"s3cr3t-s3cr3t-s3cr3t","max_bytes":1000000,"num_threads":3,)"
+               R"("connect_timeout_ms":200,"io_timeout_ms":3000,"miss_ttl_ms":0,)"
+               R"("remote_wait_ms":2000,"advertise_host":"10.0.0.7","backends":["UCX"])"),
+      16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->secondary_tiers.size(), 1u);
+  EXPECT_EQ(c->secondary_tiers[0].type, "p2p");
+  const offload::P2pTierConfig& p2p = c->secondary_tiers[0].p2p;
+  EXPECT_EQ(p2p.host, "127.0.0.1");
+  EXPECT_EQ(p2p.port, 5710);
+  EXPECT_EQ(p2p.peers, (std::vector<std::string>{"127.0.0.1:5711", "[::1]:5712"}));
+  EXPECT_EQ(p2p.secret, "s3cr3t-s3cr3t-s3cr3t");
+  EXPECT_EQ(p2p.max_bytes, 1000000);
+  EXPECT_EQ(p2p.num_threads, 3);
+  EXPECT_EQ(p2p.connect_timeout_ms, 200);
+  EXPECT_EQ(p2p.io_timeout_ms, 3000);
+  EXPECT_EQ(p2p.miss_ttl_ms, 0);
+  EXPECT_EQ(p2p.remote_wait_ms, 2000);
+  EXPECT_EQ(p2p.advertised_host(), "10.0.0.7");
+}
+
+TEST(KvTransferConfig, P2pTierDefaults) {
+  StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(with_p2p(""), 16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const offload::P2pTierConfig& p2p = c->secondary_tiers[0].p2p;
+  EXPECT_EQ(p2p.host, "127.0.0.1");
+  EXPECT_EQ(p2p.port, 5710);
+  EXPECT_TRUE(p2p.peers.empty());
+  EXPECT_EQ(p2p.secret, "");  // $STRATA_P2P_SECRET, checked when the tier starts
+  EXPECT_EQ(p2p.num_threads, 4);
+  EXPECT_EQ(p2p.advertised_host(), "127.0.0.1");
+}
+
+TEST(KvTransferConfig, P2pTierErrorsNameTheKeyPath) {
+  const std::string t0 = "kv_connector_extra_config.secondary_tiers[0]";
+  EXPECT_NE(error_of(with_p2p(R"(,"prot":5710)")).find("unknown key " + t0 + ".prot"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"port":"5710")")).find(t0 + ".port must be an integer >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"port":70000)")).find(t0 + ".port must be in [0, 65535]"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"peers":"127.0.0.1:5711")")).find(t0 + ".peers must be an array"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"peers":[5711])")).find(t0 + ".peers[0] must be a string"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"peers":["a:1","b"])")).find(t0 + ".peers[1]: peer address 'b'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"secret":7)")).find(t0 + ".secret must be a string"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(with_p2p(R"(,"num_threads":0)")).find(t0 + ".num_threads must be an integer >= 1"),
+      std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"io_timeout_ms":0)")).find(t0 + ".io_timeout_ms"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"host":"")")).find(t0 + ".host is empty"), std::string::npos);
+  EXPECT_NE(error_of(with_p2p(R"(,"backends":"UCX")")).find(t0 + ".backends must be an array"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::server

@@ -173,6 +173,9 @@ std::string format_stream_chunk(const ResponseMeta& meta, const ChoiceOutput& ch
     w.key("usage");
     write_usage(w, *usage);
   }
+  if (!choice.finish_reason.empty() && !meta.kv_transfer_params_json.empty()) {
+    w.key("kv_transfer_params").raw(meta.kv_transfer_params_json);
+  }
   w.end_object();
   return sse_event(w.str());
 }
@@ -199,6 +202,9 @@ std::string format_response(const ResponseMeta& meta, const std::vector<ChoiceOu
   w.key("usage");
   write_usage(w, usage);
   w.key("system_fingerprint").null();
+  if (!meta.kv_transfer_params_json.empty()) {
+    w.key("kv_transfer_params").raw(meta.kv_transfer_params_json);
+  }
   if (meta.is_chat) {
     w.key("prompt_logprobs");
     if (choices.empty() || choices[0].prompt_logprobs_json.empty()) {

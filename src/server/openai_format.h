@@ -22,6 +22,9 @@ struct ResponseMeta {
   int64_t created = 0;
   std::string model;
   bool is_chat = false;
+  // vLLM's response-level kv_transfer_params (a JSON object), or "" = omitted.
+  // Streams carry it in the chunk that finishes a choice.
+  std::string kv_transfer_params_json;
 };
 
 struct TokenLogprob {

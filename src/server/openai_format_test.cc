@@ -103,3 +103,32 @@ TEST(ResponseFormat, EchoedFirstTokenAndPromptLogprobs) {
 
 }  // namespace
 }  // namespace strata::server
+
+namespace strata::server {
+namespace {
+
+TEST(ResponseFormat, KvTransferParamsForPrefillDecode) {
+  ResponseMeta meta{"cmpl-1", 100, "m", false};
+  ChoiceOutput c;
+  c.text = "a";
+  c.finish_reason = "length";
+  // Absent unless the request asked for a remote decode.
+  nlohmann::json j = nlohmann::json::parse(format_response(meta, {c}, Usage{}));
+  EXPECT_FALSE(j.contains("kv_transfer_params"));
+
+  meta.kv_transfer_params_json = R"({"do_remote_prefill":true,"remote_port":5710})";
+  j = nlohmann::json::parse(format_response(meta, {c}, Usage{}));
+  EXPECT_EQ(j["kv_transfer_params"]["do_remote_prefill"], true);
+  EXPECT_EQ(j["kv_transfer_params"]["remote_port"], 5710);
+
+  // Streams: only the chunk that finishes the choice.
+  ChoiceOutput middle;
+  middle.text = "b";
+  nlohmann::json chunk = event_json(format_stream_chunk(meta, middle, nullptr));
+  EXPECT_FALSE(chunk.contains("kv_transfer_params"));
+  EXPECT_EQ(event_json(format_stream_chunk(meta, c, nullptr))["kv_transfer_params"]["remote_port"],
+            5710);
+}
+
+}  // namespace
+}  // namespace strata::server

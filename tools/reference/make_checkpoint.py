@@ -3,7 +3,7 @@
 
 Usage:
   make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral --dtype f32|f16|bf16
-                     --out DIR [--seed N] [--shards N] [--shape tiny|qwen2.5-0.5b]
+                     --out DIR [--seed N] [--shards N] [--shape tiny|qwen2.5-0.5b|bench-small]
 
 Each directory holds config.json, generation_config.json, model.safetensors (or
 model-0000k-of-0000N.safetensors + model.safetensors.index.json with --shards),
@@ -49,6 +49,11 @@ PLANT_GAIN = float(os.environ.get("STRATA_PLANT_GAIN", "3.0"))
 # Qwen2.5-0.5B's shape, for benchmarks only (~1 GB in bf16).
 QWEN25_05B = dict(hidden=896, layers=24, heads=14, kv_heads=2, head_dim=64, ffn=4864,
                   vocab=151936)
+# A ~30M-parameter Qwen2 for serving benchmarks that must finish in minutes on two
+# cores yet make prefill cost far more than a KV reload (16 KiB of KV per token).
+BENCH_SMALL = dict(hidden=512, layers=8, heads=8, kv_heads=4, head_dim=64, ffn=1536,
+                   vocab=8192)
+SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "bench-small": BENCH_SMALL}
 
 
 def hf_config(arch, s, dtype_name):
@@ -327,7 +332,7 @@ def shard_groups(names, sizes, num_shards):
 
 
 def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
-    s = QWEN25_05B if shape == "qwen2.5-0.5b" else TINY[arch]
+    s = SHAPES[shape] if shape in SHAPES else TINY[arch]
     st_name, tdtype, hf_name = DTYPE_NAMES[dtype]
     os.makedirs(out, exist_ok=True)
     config = hf_config(arch, s, hf_name)
@@ -365,7 +370,7 @@ def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
         eos = [s["vocab"] - 6, s["vocab"] - 8]
         gen = {"bos_token_id": s["vocab"] - 8, "eos_token_id": eos, "do_sample": True,
                "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05}
-        if shape == "qwen2.5-0.5b":
+        if shape in SHAPES:
             # Specials sit at the end of the tokenizer, not of the padded vocab.
             n_tok = 4096
             eos = [n_tok - 6, n_tok - 8]
@@ -391,12 +396,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shards", type=int, default=1)
-    ap.add_argument("--shape", default="tiny", choices=["tiny", "qwen2.5-0.5b"])
+    ap.add_argument("--shape", default="tiny", choices=["tiny"] + sorted(SHAPES))
     ap.add_argument("--lm-scale", type=float, default=6.0,
                     help="std of lm_head logits (untied models); tied models use the embedding")
     a = ap.parse_args()
-    if a.shape == "qwen2.5-0.5b" and a.arch != "qwen2":
-        ap.error("--shape qwen2.5-0.5b needs --arch qwen2")
+    if a.shape != "tiny" and a.arch != "qwen2":
+        ap.error(f"--shape {a.shape} needs --arch qwen2")
     write_checkpoint(a.arch, a.dtype, a.out, a.seed, a.shards, a.shape, a.lm_scale)
 
 

@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -21,6 +19,7 @@
 #include "offload/policy/eviction_policy.h"
 #include "offload/tiers/fs_chunk_files.h"
 #include "offload/tiers/io_thread_pool.h"
+#include "offload/tiers/tier_bookkeeping.h"
 
 namespace strata::offload {
 namespace {
@@ -40,30 +39,6 @@ using fs_files::shard_dir;
 using fs_files::strip_trailing_slashes;
 using fs_files::temp_path_for;
 
-// Negative answers stay in memory this long past their expiry so that one
-// produced by a probe is delivered at least once even with miss_ttl_ms = 0.
-constexpr auto kMissSweepGrace = std::chrono::seconds(10);
-
-// Warn for the first failures, then at powers of two: a full disk must not
-// flood the log with one line per chunk.
-bool should_log_failure(int64_t num_failures) {
-  return num_failures <= 8 || (num_failures & (num_failures - 1)) == 0;
-}
-
-// One submitted job while its per-key tasks run on I/O threads.
-struct JobState {
-  TierJob job;
-  std::vector<uint8_t> ok;  // per key; not vector<bool>: tasks write neighbours concurrently
-  std::atomic<int64_t> bytes{0};
-  std::atomic<int64_t> remaining{0};
-  std::atomic<int64_t> first_start_ns{0};  // steady clock; 0 = no task started yet
-};
-
-int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
 // SecondaryTier over one namespace directory (behaviour in fs_tier.h). The
 // engine thread and the I/O threads share the state below mu_; both hold it
 // only for bookkeeping, never across a filesystem call, so the engine thread
@@ -79,6 +54,7 @@ class FsTier final : public SecondaryTier {
         payload_bytes_(format.payload_bytes()),
         file_bytes_(kHeaderBytes + format.payload_bytes()),
         lru_(std::move(make_eviction_policy("lru", 0).value())),
+        misses_(config.miss_ttl_ms),
         pool_(config.n_read_threads, config.n_write_threads) {
     for (const ScannedFile& f : scanned) add_to_index_locked(f.key, f.bytes);
   }
@@ -91,7 +67,7 @@ class FsTier final : public SecondaryTier {
     {
       std::lock_guard<std::mutex> lock(mu_);
       const Clock::time_point now = Clock::now();
-      sweep_misses_locked(now);
+      misses_.sweep(now);
       if (index_.count(key) != 0) {
         lru_->touch(key);
         ++stats_.chunk_lookups;
@@ -99,14 +75,9 @@ class FsTier final : public SecondaryTier {
         return LookupResult::kHit;
       }
       if (storing_.count(key) != 0 || probing_.count(key) != 0) return LookupResult::kRetry;
-      auto miss = misses_.find(key);
-      if (miss != misses_.end()) {
-        if (!miss->second.is_delivered || now < miss->second.expires) {
-          miss->second.is_delivered = true;
-          ++stats_.chunk_lookups;
-          return LookupResult::kMiss;
-        }
-        misses_.erase(miss);
+      if (misses_.take(key, now)) {
+        ++stats_.chunk_lookups;
+        return LookupResult::kMiss;
       }
       probing_.insert(key);
     }
@@ -115,8 +86,7 @@ class FsTier final : public SecondaryTier {
   }
 
   void submit_store(TierJob job) override {
-    check_job(job);
-    auto state = make_state(std::move(job));
+    auto state = make_job_state(std::move(job), region_);
     std::vector<size_t> to_write;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -140,8 +110,7 @@ class FsTier final : public SecondaryTier {
   }
 
   void submit_load(TierJob job) override {
-    check_job(job);
-    auto state = make_state(std::move(job));
+    auto state = make_job_state(std::move(job), region_);
     if (state->job.keys.empty()) return finish_job(*state, /*is_load=*/true);
     {
       // Pinned keys are not evicted while their file is read.
@@ -174,11 +143,6 @@ class FsTier final : public SecondaryTier {
   }
 
  private:
-  struct NegativeAnswer {
-    Clock::time_point expires;
-    bool is_delivered = false;  // returned by a lookup at least once
-  };
-
   // Outcome of one chunk's load, decided on an I/O thread.
   struct LoadOutcome {
     Status status;
@@ -194,23 +158,6 @@ class FsTier final : public SecondaryTier {
   };
 
   std::string chunk_path(const ChunkKey& key) const { return chunk_file_path(ns_dir_, key); }
-
-  void check_job(const TierJob& job) const {
-    STRATA_CHECK(job.keys.size() == job.slots.size())
-        << "job " << job.job_id << ": " << job.keys.size() << " keys, " << job.slots.size()
-        << " slots";
-    for (int64_t slot : job.slots) {
-      STRATA_CHECK(slot >= 0 && slot < region_.num_slots)
-          << "job " << job.job_id << ": slot " << slot << " of " << region_.num_slots;
-    }
-  }
-
-  std::shared_ptr<JobState> make_state(TierJob job) const {
-    auto state = std::make_shared<JobState>();
-    state->ok.assign(job.keys.size(), 0);
-    state->job = std::move(job);
-    return state;
-  }
 
   void debug_delay() const {
     if (config_.debug_read_delay.count() > 0) std::this_thread::sleep_for(config_.debug_read_delay);
@@ -237,20 +184,6 @@ class FsTier final : public SecondaryTier {
     index_.erase(it);
   }
 
-  void remember_miss_locked(const ChunkKey& key, Clock::time_point now) {
-    const Clock::time_point expires = now + std::chrono::milliseconds(config_.miss_ttl_ms);
-    misses_[key] = NegativeAnswer{expires, false};
-    miss_order_.emplace_back(expires + kMissSweepGrace, key);
-  }
-
-  void sweep_misses_locked(Clock::time_point now) {
-    while (!miss_order_.empty() && miss_order_.front().first <= now) {
-      auto it = misses_.find(miss_order_.front().second);
-      if (it != misses_.end() && it->second.expires + kMissSweepGrace <= now) misses_.erase(it);
-      miss_order_.pop_front();
-    }
-  }
-
   // ---- I/O threads ----
 
   void run_probe(const ChunkKey& key) {
@@ -265,12 +198,12 @@ class FsTier final : public SecondaryTier {
     if (is_present) {
       add_to_index_locked(key, st.st_size);
     } else {
-      remember_miss_locked(key, Clock::now());
+      misses_.remember(key, Clock::now());
     }
   }
 
-  void run_store(JobState& state, size_t i) {
-    mark_started(state);
+  void run_store(TierJobState& state, size_t i) {
+    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     StoreOutcome outcome = store_chunk(key, region_.slot(state.job.slots[i]));
     int64_t num_failures = 0;
@@ -386,8 +319,8 @@ class FsTier final : public SecondaryTier {
     return status;
   }
 
-  void run_load(JobState& state, size_t i) {
-    mark_started(state);
+  void run_load(TierJobState& state, size_t i) {
+    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     const LoadOutcome outcome = load_chunk(key, region_.slot(state.job.slots[i]));
     if (outcome.is_bad_file) ::unlink(chunk_path(key).c_str());
@@ -404,7 +337,7 @@ class FsTier final : public SecondaryTier {
       } else {
         num_failures = ++stats_.load_failures;
         forget_locked(key);
-        remember_miss_locked(key, Clock::now());
+        misses_.remember(key, Clock::now());
       }
     }
     state.ok[i] = outcome.status.ok();
@@ -463,22 +396,12 @@ class FsTier final : public SecondaryTier {
 
   // ---- job completion ----
 
-  static void mark_started(JobState& state) {
-    int64_t expected = 0;
-    state.first_start_ns.compare_exchange_strong(expected, steady_now_ns());
-  }
-
-  void complete_task(JobState& state, bool is_load) {
+  void complete_task(TierJobState& state, bool is_load) {
     if (state.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_job(state, is_load);
   }
 
-  void finish_job(JobState& state, bool is_load) {
-    TierJobResult result;
-    result.job_id = state.job.job_id;
-    result.ok.assign(state.ok.begin(), state.ok.end());
-    result.bytes = state.bytes.load();
-    const int64_t start_ns = state.first_start_ns.load();
-    result.seconds = start_ns == 0 ? 0.0 : static_cast<double>(steady_now_ns() - start_ns) * 1e-9;
+  void finish_job(TierJobState& state, bool is_load) {
+    TierJobResult result = job_result(state);
     std::lock_guard<std::mutex> lock(mu_);
     (is_load ? stats_.load_seconds : stats_.store_seconds) += result.seconds;
     finished_.push_back(std::move(result));
@@ -500,8 +423,7 @@ class FsTier final : public SecondaryTier {
   std::unordered_map<ChunkKey, int, kv::BlockHashHasher> load_pins_;  // loads in flight
   std::unordered_set<ChunkKey, kv::BlockHashHasher> probing_;
   std::unordered_set<ChunkKey, kv::BlockHashHasher> storing_;
-  std::unordered_map<ChunkKey, NegativeAnswer, kv::BlockHashHasher> misses_;
-  std::deque<std::pair<Clock::time_point, ChunkKey>> miss_order_;  // (sweep time, key), FIFO
+  NegativeAnswers misses_;
   TierStats stats_;
   std::vector<TierJobResult> finished_;
 

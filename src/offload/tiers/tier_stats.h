@@ -18,6 +18,7 @@ struct TierStats {
   double store_seconds = 0;
   int64_t load_failures = 0;     // chunks whose load failed (corrupt, missing, I/O error)
   int64_t store_failures = 0;    // chunks whose store failed (ENOSPC, EACCES, ...)
+  int64_t probe_failures = 0;    // lookups whose probe failed (network, timeout, 5xx): misses
   int64_t stores_skipped = 0;    // chunks not stored: already present or queue full
   int64_t evictions = 0;         // chunks evicted to make room
   int64_t used_bytes = 0;        // occupancy now

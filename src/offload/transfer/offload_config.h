@@ -7,12 +7,16 @@
 #include <vector>
 
 #include "offload/tiers/fs_tier.h"
+#include "offload/tiers/obj_tier.h"
+#include "offload/tiers/p2p_tier.h"
 
 namespace strata::offload {
 
 struct SecondaryTierConfig {
-  std::string type;  // "fs", or a plugin's name
+  std::string type;  // "fs", "obj", or a plugin's name
   FsTierConfig fs;
+  ObjTierConfig obj;
+  P2pTierConfig p2p;
   // Out-of-tree tier: the shared library (offload/tiers/plugin_tier.h) and
   // the tier's whole config entry, handed to the plugin as JSON.
   std::string module_path;

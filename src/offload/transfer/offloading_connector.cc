@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "offload/policy/eviction_policy.h"
+#include "offload/tiers/p2p_tier.h"
 #include "offload/tiers/plugin_tier.h"
 
 namespace strata::offload {
@@ -17,7 +18,10 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& co
     return make_plugin_tier(config.type, config.module_path, config.config_json, format, region);
   }
   if (config.type == "fs") return make_fs_tier(config.fs, format, region);
-  return invalid_argument("secondary tier type '" + config.type + "' is not known (known: fs)");
+  if (config.type == "obj") return make_obj_tier(config.obj, format, region);
+  if (config.type == "p2p") return make_p2p_tier(config.p2p, format, region);
+  return invalid_argument("secondary tier type '" + config.type +
+                          "' is not known (known: fs, obj, p2p, or a plugin with module_path)");
 }
 
 }  // namespace
@@ -44,7 +48,7 @@ StatusOr<std::unique_ptr<OffloadingConnector>> OffloadingConnector::create(
     if (!tier.ok()) {
       return tier.status().with_prefix("secondary tier " +
                                        std::to_string(c->tiers_.size()) + " (" +
-                                       tier_config.type + "): ");
+                                       tier_config.type + ")");
     }
     c->add_secondary_tier(std::move(tier).value());
   }

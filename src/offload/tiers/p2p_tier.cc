@@ -1,0 +1,545 @@
+#include "offload/tiers/p2p_tier.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "offload/tiers/io_thread_pool.h"
+#include "offload/tiers/p2p_chunk_store.h"
+#include "offload/tiers/tier_bookkeeping.h"
+
+namespace strata::offload {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMinSecretBytes = 16;
+// A positive verdict is trusted this long; then the peer is asked again (it
+// may have evicted the chunk; a failed fetch is a miss anyway).
+constexpr auto kHitTtl = std::chrono::seconds(30);
+// A named peer that does not hold a key yet is asked again this often.
+constexpr auto kRemoteRetry = std::chrono::milliseconds(10);
+// Settled verdicts stay this long past their expiry before they are dropped,
+// so that each probe's answer is delivered at least once.
+constexpr auto kSweepGrace = std::chrono::seconds(10);
+
+class P2pTierImpl final : public P2pTier {
+ public:
+  P2pTierImpl(const P2pTierConfig& config, std::string secret, std::vector<PeerAddress> peers,
+              const ChunkFormat& format, const HostRegion& region)
+      : config_(config),
+        peers_(std::move(peers)),
+        format_(format),
+        region_(region),
+        payload_bytes_(format.payload_bytes()),
+        store_(config.max_bytes),
+        client_(client_config(config, std::move(secret)), format),
+        pool_(static_cast<int>(config.num_threads), 1) {}
+
+  ~P2pTierImpl() override {
+    if (server_ != nullptr) server_->stop();
+    client_.shutdown();
+    pool_.wait_idle();
+  }
+
+  Status start_server(const std::string& secret) {
+    P2pServerConfig sc;
+    sc.host = config_.host;
+    sc.port = static_cast<int>(config_.port);
+    sc.secret = secret;
+    sc.namespace_id = p2p::namespace_id_of(format_);
+    sc.chunk_body_bytes = static_cast<uint64_t>(kHeaderBytes + payload_bytes_);
+    sc.io_timeout_ms = static_cast<int>(config_.io_timeout_ms);
+    sc.max_connections = std::max(64, static_cast<int>(4 * config_.num_threads));
+    sc.debug_serve_delay = config_.debug_serve_delay;
+    STRATA_ASSIGN_OR_RETURN(server_, P2pServer::start(sc, store_));
+    return Status();
+  }
+
+  const std::string& name() const override { return name_; }
+  int port() const override { return server_->port(); }
+
+  P2pTierStats p2p_stats() const override { return {server_->stats(), client_.stats()}; }
+
+  LookupResult lookup(const ChunkKey& key) override { return lookup_for(key, {}); }
+
+  LookupResult lookup_for(const ChunkKey& key, const TierLookupContext& context) override {
+    if (store_.contains(key)) return count_answer(LookupResult::kHit);
+    PeerAddress source;  // empty host: the configured peers
+    if (!context.remote_host.empty() && context.remote_port > 0) {
+      source = {std::string(context.remote_host), static_cast<int>(context.remote_port)};
+      if (is_self(source)) return count_answer(LookupResult::kMiss);
+    } else if (peers_.empty()) {
+      return count_answer(LookupResult::kMiss);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    const Clock::time_point now = Clock::now();
+    sweep_locked(now);
+    auto it = verdicts_.find(key);
+    if (it != verdicts_.end() && it->second.state != State::kProbing &&
+        !(it->second.source == source)) {
+      verdicts_.erase(it);  // answered for another source: ask this one
+      it = verdicts_.end();
+    }
+    if (it != verdicts_.end()) {
+      Verdict& v = it->second;
+      switch (v.state) {
+        case State::kProbing:
+          return LookupResult::kRetry;
+        case State::kAbsent:
+          if (now < v.until) return LookupResult::kRetry;
+          break;  // ask the named peer again
+        case State::kHit:
+          if (now < v.until) return count_answer_locked(LookupResult::kHit);
+          v.first_absent = {};
+          break;
+        case State::kMiss:
+          if (!v.is_delivered || now < v.until) {
+            v.is_delivered = true;
+            return count_answer_locked(LookupResult::kMiss);
+          }
+          v.first_absent = {};
+          break;
+      }
+    }
+    Verdict& v = verdicts_[key];
+    v.source = source;
+    v.state = State::kProbing;
+    queue_probe_locked(source, key);
+    return LookupResult::kRetry;
+  }
+
+  void submit_store(TierJob job) override {
+    auto state = make_job_state(std::move(job), region_);
+    std::vector<size_t> to_copy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < state->job.keys.size(); ++i) {
+        if (!storing_.insert(state->job.keys[i]).second) {
+          state->ok[i] = 1;  // being copied by an earlier job (or earlier in this one)
+          ++stats_.stores_skipped;
+          continue;
+        }
+        to_copy.push_back(i);
+      }
+    }
+    if (to_copy.empty()) return finish_job(*state, /*is_load=*/false);
+    state->remaining = static_cast<int64_t>(to_copy.size());
+    for (size_t i : to_copy) {
+      pool_.submit(IoThreadPool::Queue::kWrite, [this, state, i] { run_store(*state, i); });
+    }
+  }
+
+  void submit_load(TierJob job) override {
+    auto state = make_job_state(std::move(job), region_);
+    if (state->job.keys.empty()) return finish_job(*state, /*is_load=*/true);
+    state->remaining = static_cast<int64_t>(state->job.keys.size());
+    for (size_t i = 0; i < state->job.keys.size(); ++i) {
+      pool_.submit(IoThreadPool::Queue::kRead, [this, state, i] { run_load(*state, i); });
+    }
+  }
+
+  std::vector<TierJobResult> poll_finished() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<TierJobResult> out;
+    out.swap(finished_);
+    return out;
+  }
+
+  void drain() override { pool_.wait_idle(); }
+
+  TierStats stats() const override {
+    TierStats out;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      out = stats_;
+    }
+    out.tier = name_;
+    out.used_bytes = store_.used_bytes();
+    out.capacity_bytes = store_.max_bytes();
+    out.num_chunks = store_.num_chunks();
+    return out;
+  }
+
+ private:
+  enum class State {
+    kProbing,  // a LOOKUP is queued or under way
+    kHit,      // `holder` has it (until `until`)
+    kAbsent,   // the named peer does not have it yet: ask again at `until`
+    kMiss,     // nobody has it (until `until`)
+  };
+  struct Verdict {
+    State state = State::kProbing;
+    PeerAddress source;  // the named peer, or {} for the configured peers
+    PeerAddress holder;  // kHit
+    Clock::time_point until{};
+    Clock::time_point first_absent{};  // named peer: first "not held" answer of this wait
+    Clock::time_point sweep_at{};
+    bool is_delivered = false;  // kMiss: returned by a lookup at least once
+  };
+
+  static P2pClientConfig client_config(const P2pTierConfig& config, std::string secret) {
+    P2pClientConfig c;
+    c.secret = std::move(secret);
+    c.connect_timeout_ms = static_cast<int>(config.connect_timeout_ms);
+    c.io_timeout_ms = static_cast<int>(config.io_timeout_ms);
+    c.max_idle_per_peer = static_cast<int>(config.num_threads);
+    c.backoff_ms = static_cast<int>(std::max<int64_t>(config.miss_ttl_ms, 100));
+    return c;
+  }
+
+  bool is_self(const PeerAddress& peer) const {
+    return peer.port == port() &&
+           (peer.host == config_.host || peer.host == config_.advertised_host());
+  }
+
+  LookupResult count_answer(LookupResult result) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return count_answer_locked(result);
+  }
+
+  LookupResult count_answer_locked(LookupResult result) {
+    ++stats_.chunk_lookups;
+    if (result == LookupResult::kHit) ++stats_.chunk_hits;
+    return result;
+  }
+
+  std::span<uint8_t> slot(int64_t slot_idx) const {
+    return {region_.slot(slot_idx), static_cast<size_t>(payload_bytes_)};
+  }
+
+  // ---- verdicts (mu_ held) ----
+
+  void queue_probe_locked(const PeerAddress& source, const ChunkKey& key) {
+    std::vector<ChunkKey>& queued = pending_probes_[source];
+    const bool is_first = queued.empty();
+    queued.push_back(key);
+    // One task per source takes every key queued until it runs: one LOOKUP.
+    if (is_first) {
+      pool_.submit(IoThreadPool::Queue::kRead, [this, source] { run_probe(source); });
+    }
+  }
+
+  void settle_locked(Verdict& v, const ChunkKey& key, State state, Clock::time_point until,
+                     Clock::time_point sweep_at) {
+    v.state = state;
+    v.until = until;
+    v.is_delivered = false;
+    v.sweep_at = sweep_at;
+    sweep_order_.emplace_back(sweep_at, key);
+  }
+
+  void remember_miss_locked(Verdict& v, const ChunkKey& key, Clock::time_point now) {
+    const Clock::time_point until = now + std::chrono::milliseconds(config_.miss_ttl_ms);
+    settle_locked(v, key, State::kMiss, until, until + kSweepGrace);
+  }
+
+  void sweep_locked(Clock::time_point now) {
+    while (!sweep_order_.empty() && sweep_order_.front().first <= now) {
+      auto it = verdicts_.find(sweep_order_.front().second);
+      if (it != verdicts_.end() && it->second.state != State::kProbing &&
+          it->second.sweep_at <= now) {
+        verdicts_.erase(it);
+      }
+      sweep_order_.pop_front();
+    }
+  }
+
+  // ---- I/O threads ----
+
+  void run_probe(const PeerAddress& source) {
+    std::vector<ChunkKey> keys;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_probes_.find(source);
+      if (it == pending_probes_.end()) return;
+      keys.swap(it->second);
+      pending_probes_.erase(it);
+    }
+    const bool is_named = !source.host.empty();
+    const std::vector<PeerAddress> asked = is_named ? std::vector<PeerAddress>{source} : peers_;
+    std::vector<std::optional<PeerAddress>> holder(keys.size());
+    std::vector<size_t> open(keys.size());  // keys no peer has claimed yet
+    for (size_t i = 0; i < open.size(); ++i) open[i] = i;
+    int64_t num_failed_keys = 0;
+    size_t num_peers_failed = 0;
+    Status last_error;
+    for (const PeerAddress& peer : asked) {
+      if (open.empty()) break;
+      std::vector<ChunkKey> subset;
+      for (size_t i : open) subset.push_back(keys[i]);
+      StatusOr<std::vector<bool>> present = client_.lookup(peer, subset);
+      if (!present.ok()) {
+        num_failed_keys += static_cast<int64_t>(subset.size());
+        ++num_peers_failed;
+        last_error = present.status();
+        continue;
+      }
+      std::vector<size_t> still_open;
+      for (size_t j = 0; j < open.size(); ++j) {
+        if ((*present)[j]) {
+          holder[open[j]] = peer;
+        } else {
+          still_open.push_back(open[j]);
+        }
+      }
+      open.swap(still_open);
+    }
+    // A named peer that answered "not yet" is asked again (P/D); one that
+    // could not be asked is a miss.
+    const bool is_waiting = is_named && num_peers_failed == 0;
+    int64_t num_failures = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Clock::time_point now = Clock::now();
+      for (size_t i = 0; i < keys.size(); ++i) {
+        auto it = verdicts_.find(keys[i]);
+        if (it == verdicts_.end() || it->second.state != State::kProbing ||
+            !(it->second.source == source)) {
+          continue;
+        }
+        apply_probe_locked(it->second, keys[i], holder[i], is_waiting, now);
+      }
+      stats_.probe_failures += num_failed_keys;
+      if (num_peers_failed > 0) num_failures = ++num_failed_probes_;
+    }
+    if (num_failures > 0 && should_log_failure(num_failures)) {
+      STRATA_LOG(kWarning) << "p2p tier: lookup of " << keys.size()
+                           << " chunks failed: " << last_error.message() << " (" << num_failures
+                           << " failed lookups so far; their chunks are recomputed)";
+    }
+  }
+
+  void apply_probe_locked(Verdict& v, const ChunkKey& key, const std::optional<PeerAddress>& holder,
+                          bool is_waiting, Clock::time_point now) {
+    if (holder) {
+      v.holder = *holder;
+      v.first_absent = {};
+      const Clock::time_point until = now + kHitTtl;
+      settle_locked(v, key, State::kHit, until, until + kSweepGrace);
+      return;
+    }
+    const auto wait = std::chrono::milliseconds(config_.remote_wait_ms);
+    const bool is_new_wait = v.first_absent == Clock::time_point{};
+    if (is_waiting && (is_new_wait || now - v.first_absent < wait)) {
+      if (is_new_wait) {
+        v.first_absent = now;
+        settle_locked(v, key, State::kAbsent, now + kRemoteRetry, now + wait + kSweepGrace);
+      } else {
+        v.state = State::kAbsent;  // already scheduled for sweeping
+        v.until = now + kRemoteRetry;
+      }
+      return;
+    }
+    remember_miss_locked(v, key, now);
+  }
+
+  void run_store(TierJobState& state, size_t i) {
+    mark_job_started(state);
+    const ChunkKey& key = state.job.keys[i];
+    bool is_stored = false;
+    int64_t num_evicted = 0;
+    if (!store_.contains(key)) {
+      auto framed = std::make_shared<std::vector<uint8_t>>(kHeaderBytes + payload_bytes_);
+      const std::span<const uint8_t> payload = slot(state.job.slots[i]);
+      std::memcpy(framed->data() + kHeaderBytes, payload.data(), payload.size());
+      encode_chunk_header(format_, key, payload,
+                          std::span<uint8_t, kHeaderBytes>(framed->data(), kHeaderBytes));
+      const P2pChunkStore::PutResult put = store_.put(key, std::move(framed));
+      is_stored = put.is_stored;
+      num_evicted = put.num_evicted;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      storing_.erase(key);
+      if (is_stored) {
+        stats_.store_bytes += payload_bytes_;
+        state.bytes += payload_bytes_;
+      } else {
+        ++stats_.stores_skipped;
+      }
+      stats_.evictions += num_evicted;
+    }
+    state.ok[i] = 1;
+    complete_task(state, /*is_load=*/false);
+  }
+
+  void run_load(TierJobState& state, size_t i) {
+    mark_job_started(state);
+    const ChunkKey& key = state.job.keys[i];
+    const Status status = load_chunk(key, slot(state.job.slots[i]));
+    int64_t num_failures = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (status.ok()) {
+        stats_.load_bytes += payload_bytes_;
+        stats_.hit_tokens += format_.tokens_per_chunk();
+        state.bytes += payload_bytes_;
+      } else {
+        num_failures = ++stats_.load_failures;
+        remember_miss_locked(verdicts_[key], key, Clock::now());
+      }
+    }
+    state.ok[i] = status.ok();
+    if (num_failures > 0 && should_log_failure(num_failures)) {
+      STRATA_LOG(kWarning) << "p2p tier: load of chunk " << key.to_hex()
+                           << " failed: " << status.message() << " (" << num_failures
+                           << " load failures so far; recomputed)";
+    }
+    complete_task(state, /*is_load=*/true);
+  }
+
+  // From the local store when it has the chunk, else from the peer the
+  // lookup found; verified either way.
+  Status load_chunk(const ChunkKey& key, std::span<uint8_t> out) {
+    if (const P2pChunkStore::Chunk chunk = store_.get(key)) {
+      STRATA_ASSIGN_OR_RETURN(ChunkHeader header,
+                              decode_chunk_header(format_, key, {chunk->data(), kHeaderBytes}));
+      std::memcpy(out.data(), chunk->data() + kHeaderBytes, out.size());
+      return verify_chunk_payload(header, out);
+    }
+    std::optional<PeerAddress> holder;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = verdicts_.find(key);
+      if (it != verdicts_.end() && it->second.state == State::kHit) holder = it->second.holder;
+    }
+    if (!holder) return not_found("no peer is known to hold it");
+    return client_.fetch(*holder, key, out);
+  }
+
+  void complete_task(TierJobState& state, bool is_load) {
+    if (state.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_job(state, is_load);
+  }
+
+  void finish_job(TierJobState& state, bool is_load) {
+    TierJobResult result = job_result(state);
+    std::lock_guard<std::mutex> lock(mu_);
+    (is_load ? stats_.load_seconds : stats_.store_seconds) += result.seconds;
+    finished_.push_back(std::move(result));
+  }
+
+  const P2pTierConfig config_;
+  const std::vector<PeerAddress> peers_;
+  const ChunkFormat format_;
+  const HostRegion region_;
+  const std::string name_ = "p2p";
+  const int64_t payload_bytes_;
+
+  P2pChunkStore store_;  // outlives server_, which serves from it
+  P2pClient client_;
+  std::unique_ptr<P2pServer> server_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<ChunkKey, Verdict, kv::BlockHashHasher> verdicts_;
+  std::deque<std::pair<Clock::time_point, ChunkKey>> sweep_order_;  // (sweep time, key), FIFO
+  std::map<PeerAddress, std::vector<ChunkKey>> pending_probes_;     // per source
+  std::unordered_set<ChunkKey, kv::BlockHashHasher> storing_;
+  TierStats stats_;
+  int64_t num_failed_probes_ = 0;  // LOOKUPs that failed (stats_ counts their keys)
+  std::vector<TierJobResult> finished_;
+
+  // Last: destroyed (threads joined) before the state above.
+  IoThreadPool pool_;
+};
+
+Status validate(const P2pTierConfig& c, const ChunkFormat& format, const HostRegion& region) {
+  const auto fail = [](const std::string& m) { return invalid_argument("p2p tier: " + m); };
+  if (c.host.empty()) return fail("host is empty; set the address to listen on");
+  if (c.port < 0 || c.port > 65535)
+    return fail("port " + std::to_string(c.port) + " is not in [0, 65535]");
+  if (c.num_threads < 1 || c.num_threads > 256) {
+    return fail("num_threads " + std::to_string(c.num_threads) + " is not in [1, 256]");
+  }
+  if (c.connect_timeout_ms < 1 || c.io_timeout_ms < 1 || c.connect_timeout_ms > 600000 ||
+      c.io_timeout_ms > 600000) {
+    return fail("connect_timeout_ms " + std::to_string(c.connect_timeout_ms) +
+                " and io_timeout_ms " + std::to_string(c.io_timeout_ms) +
+                " must be in [1, 600000]");
+  }
+  if (c.miss_ttl_ms < 0 || c.remote_wait_ms < 0) {
+    return fail("miss_ttl_ms and remote_wait_ms must not be negative");
+  }
+  const int64_t payload_bytes = format.payload_bytes();
+  if (payload_bytes <= 0) {
+    return fail("chunk format '" + format.namespace_string() + "' has an empty payload");
+  }
+  if (region.slot_bytes != payload_bytes || region.num_slots < 0 ||
+      (region.num_slots > 0 && region.base == nullptr)) {
+    return fail("host region slots are " + std::to_string(region.slot_bytes) +
+                " bytes; the chunk payload is " + std::to_string(payload_bytes));
+  }
+  if (c.max_bytes < kHeaderBytes + payload_bytes) {
+    return fail("max_bytes " + std::to_string(c.max_bytes) + " is smaller than one chunk (" +
+                std::to_string(kHeaderBytes + payload_bytes) + " bytes)");
+  }
+  return Status();
+}
+
+StatusOr<std::string> resolve_secret(const P2pTierConfig& config) {
+  std::string secret = config.secret;
+  if (secret.empty()) {
+    const char* env = std::getenv("STRATA_P2P_SECRET");
+    if (env != nullptr) secret = env;
+  }
+  if (secret.empty()) {
+    return invalid_argument(
+        "p2p tier: no secret, no transfer: set \"secret\" in the tier's config or "
+        "STRATA_P2P_SECRET to the same value on every peer (e.g. `openssl rand -hex 32`)");
+  }
+  if (secret.size() < kMinSecretBytes) {
+    return invalid_argument("p2p tier: the secret has " + std::to_string(secret.size()) +
+                            " bytes; use at least " + std::to_string(kMinSecretBytes) +
+                            " (e.g. `openssl rand -hex 32`)");
+  }
+  return secret;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<P2pTier>> create_p2p_tier(const P2pTierConfig& config,
+                                                   const ChunkFormat& format,
+                                                   const HostRegion& region) {
+  STRATA_RETURN_IF_ERROR(validate(config, format, region));
+  STRATA_ASSIGN_OR_RETURN(std::string secret, resolve_secret(config));
+  std::vector<PeerAddress> peers;
+  for (size_t i = 0; i < config.peers.size(); ++i) {
+    StatusOr<PeerAddress> peer = parse_peer_address(config.peers[i]);
+    if (!peer.ok()) return peer.status().with_prefix("p2p tier: peers[" + std::to_string(i) + "]");
+    peers.push_back(*peer);
+  }
+  P2pTierConfig effective = config;
+  if (const char* delay = std::getenv("STRATA_P2P_TEST_SERVE_DELAY_MS")) {
+    effective.debug_serve_delay = std::chrono::milliseconds(std::atoll(delay));
+  }
+  auto tier = std::make_unique<P2pTierImpl>(effective, secret, peers, format, region);
+  STRATA_RETURN_IF_ERROR(tier->start_server(secret));
+  std::string peer_list;
+  for (const PeerAddress& p : peers) peer_list += (peer_list.empty() ? "" : ", ") + p.to_string();
+  STRATA_LOG(kInfo) << "p2p tier: serving KV chunks on " << config.host << ":" << tier->port()
+                    << " (advertised as " << config.advertised_host() << ":" << tier->port()
+                    << "), peers [" << peer_list << "], up to " << config.max_bytes
+                    << " bytes of chunks in memory";
+  if (effective.debug_serve_delay.count() > 0) {
+    STRATA_LOG(kWarning) << "p2p tier: testing: every chunk served pauses "
+                         << effective.debug_serve_delay.count() << " ms";
+  }
+  return std::unique_ptr<P2pTier>(std::move(tier));
+}
+
+StatusOr<std::unique_ptr<SecondaryTier>> make_p2p_tier(const P2pTierConfig& config,
+                                                       const ChunkFormat& format,
+                                                       const HostRegion& region) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<P2pTier> tier, create_p2p_tier(config, format, region));
+  return std::unique_ptr<SecondaryTier>(std::move(tier));
+}
+
+}  // namespace strata::offload
