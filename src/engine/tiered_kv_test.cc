@@ -11,10 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <map>
 #include <random>
 
 #include "engine/engine_core.h"
+#include "offload/tiers/s3_test_server.h"
 
 namespace strata::engine {
 namespace {
@@ -365,6 +369,75 @@ TEST_F(TieredKvTest, PluginTierReloadEqualsRecompute) {
   r.request_id = "again";
   EXPECT_EQ(s.run_one(r), expected);
   EXPECT_GE(tier(s.core->stats(), "memory").hit_tokens, 140);
+}
+
+// A second engine warm-starts from the bucket the first one filled (s3rver on
+// loopback, SigV4-signed), with the first engine's output.
+TEST_F(TieredKvTest, ObjectStoreTierWarmStartEqualsRecompute) {
+  if (std::string missing = offload::testing::s3_server_missing(); !missing.empty()) {
+    GTEST_SKIP() << missing;
+  }
+  StatusOr<std::unique_ptr<offload::testing::ChildProcess>> s3 =
+      offload::testing::start_s3_server(root_ + "/s3", {"kv"});
+  ASSERT_TRUE(s3.ok()) << s3.status().to_string();
+  EngineConfig c = config(64, 512, false);
+  offload::SecondaryTierConfig t;
+  t.type = "obj";
+  t.obj.bucket = "kv";
+  t.obj.endpoint = (*s3)->endpoint();
+  t.obj.access_key = offload::testing::kTestAccessKey;
+  t.obj.secret_key = offload::testing::kTestSecretKey;
+  t.obj.io_threads = 2;
+  c.offload.secondary_tiers.push_back(t);
+  EngineRequest r = greedy("long", random_prompt(150, 12), 12);
+  const std::vector<int32_t> expected = recomputed(r);
+  {
+    Session first(*model_, c);
+    EXPECT_EQ(first.run_one(r), expected);
+    EXPECT_GT(tier(first.core->stats(), "obj").store_bytes, 0);
+  }
+  Session second(*model_, c);  // empty pool and host tier: only the bucket has it
+  r.request_id = "again";
+  EXPECT_EQ(second.run_one(r), expected);
+  EXPECT_GE(tier(second.core->stats(), "obj").hit_tokens, 140);
+}
+
+int free_tcp_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Engine B loads a prefix engine A computed, over the peer tier (loopback TCP,
+// HMAC-authenticated), and its output equals recomputation.
+TEST_F(TieredKvTest, PeerTierLoadEqualsRecompute) {
+  const int port_a = free_tcp_port(), port_b = free_tcp_port();
+  auto peer_config = [&](int port, int peer_port) {
+    EngineConfig c = config(64, 512, false);
+    offload::SecondaryTierConfig t;
+    t.type = "p2p";
+    t.p2p.host = "127.0.0.1";
+    t.p2p.port = port;
+    t.p2p.peers = {"127.0.0.1:" + std::to_string(peer_port)};
+    t.p2p.secret = "a-test-secret-of-enough-bytes";
+    t.p2p.num_threads = 2;
+    c.offload.secondary_tiers.push_back(t);
+    return c;
+  };
+  EngineRequest r = greedy("long", random_prompt(150, 13), 12);
+  const std::vector<int32_t> expected = recomputed(r);
+  Session a(*model_, peer_config(port_a, port_b));
+  Session b(*model_, peer_config(port_b, port_a));
+  EXPECT_EQ(a.run_one(r), expected);
+  r.request_id = "on-b";
+  EXPECT_EQ(b.run_one(r), expected);
+  EXPECT_GE(tier(b.core->stats(), "p2p").hit_tokens, 140);
 }
 
 TEST_F(TieredKvTest, UnusableDirectoryFailsAtStartup) {
