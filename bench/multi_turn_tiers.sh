@@ -2,7 +2,7 @@
 # The headline experiment: multi-turn serving throughput as the number of
 # conversations outgrows memory, for three configurations of one server:
 #   no-offload   KV pool only (160 MiB = ~10K tokens, about 4 conversations)
-#   host         + host tier of 640 MiB (~40K tokens, about 18 conversations)
+#   host         + host tier of 384 MiB (~24K tokens, about 11 conversations)
 #   host+fs      + filesystem tier (unbounded, on local disk)
 # Workload (`strata bench serve --dataset multi-turn`): each conversation has a
 # 1,024-token first turn and 4 more rounds of 256 tokens, 32-token answers,
@@ -12,12 +12,12 @@
 #
 #   bench/multi_turn_tiers.sh [OUT_DIR]      (default bench/results/multi_turn_tiers)
 # Env: MODEL (default /tmp/strata-bench/bench-small, made if missing),
-#      SWEEP (default 2,4,8,16,32,48), STRATA (the binary).
+#      SWEEP (default 2,4,8,16,32), STRATA (the binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench/results/multi_turn_tiers}
 MODEL=${MODEL:-/tmp/strata-bench/bench-small}
-SWEEP=${SWEEP:-2,4,8,16,32,48}
+SWEEP=${SWEEP:-2,4,8,16,32}
 STRATA=${STRATA:-build/release/apps/strata/strata}
 FS_DIR=$(mktemp -d /tmp/strata-mt-fs-XXXXXX)
 trap 'rm -rf "$FS_DIR"; [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null || true' EXIT
@@ -51,8 +51,8 @@ run_config() {
 
 start=$(date +%s)
 run_config no-offload
-run_config host --kv-offloading-size 0.625
-run_config host+fs --kv-transfer-config "{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"spec_name\":\"TieringOffloadingSpec\",\"cpu_bytes_to_use\":671088640,\"eviction_policy\":\"lru\",\"secondary_tiers\":[{\"type\":\"fs\",\"root_dir\":\"$FS_DIR\",\"n_read_threads\":4,\"n_write_threads\":4}]}}"
+run_config host --kv-offloading-size 0.375
+run_config host+fs --kv-transfer-config "{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"spec_name\":\"TieringOffloadingSpec\",\"cpu_bytes_to_use\":402653184,\"eviction_policy\":\"lru\",\"secondary_tiers\":[{\"type\":\"fs\",\"root_dir\":\"$FS_DIR\",\"n_read_threads\":4,\"n_write_threads\":4}]}}"
 "$STRATA" bench plot "$OUT/no-offload.json" "$OUT/host.json" "$OUT/host+fs.json" \
   --output "$OUT/multi_turn_tiers.png"
 echo "sweep took $(( $(date +%s) - start )) s; plot: $OUT/multi_turn_tiers.png" >&2
