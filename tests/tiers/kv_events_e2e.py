@@ -13,11 +13,7 @@ subscribes with Debian's python3-zmq, sends a prompt, and checks:
 Usage: kv_events_e2e.py STRATA_BIN MODEL_DIR
 """
 import json
-import re
-import signal
-import socket
 import struct
-import subprocess
 import sys
 import time
 import urllib.request
@@ -25,21 +21,10 @@ import urllib.request
 import msgpack
 import zmq
 
+from strata_server import Checks, Server, free_port
+
 STRATA, MODEL = sys.argv[1], sys.argv[2]
 PROMPT = " ".join(["it was the best of times it was the worst of times"] * 12)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(base, path, body):
-    req = urllib.request.Request(base + path, json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.load(r)
 
 
 def main():
@@ -47,39 +32,24 @@ def main():
     config = {"enable_kv_cache_events": True, "publisher": "zmq",
               "endpoint": f"tcp://*:{pub_port}", "replay_endpoint": f"tcp://*:{replay_port}",
               "topic": "kv-events"}
-    proc = subprocess.Popen([STRATA, "serve", MODEL, "--host", "127.0.0.1", "--port", "0",
-                             "--kv-offloading-size", "0.05", "--kv-events-config",
-                             json.dumps(config)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    failures = []
-
-    def check(ok, msg):
-        print(("ok   " if ok else "FAIL ") + msg)
-        if not ok:
-            failures.append(msg)
-
+    checks = Checks()
+    check = checks.check
+    server = Server(STRATA, MODEL, "--kv-offloading-size", "0.05", "--kv-events-config",
+                    json.dumps(config))
     try:
-        base = None
-        deadline = time.time() + 60
-        while time.time() < deadline and base is None:
-            line = proc.stderr.readline()
-            if not line:
-                raise RuntimeError("server exited")
-            m = re.search(r"serving .* on (http://127\.0\.0\.1:\d+)", line)
-            if m:
-                base = m.group(1)
         ctx = zmq.Context()
         sub = ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.SUBSCRIBE, b"kv-events")
         sub.connect(f"tcp://127.0.0.1:{pub_port}")
         time.sleep(0.5)  # let the subscription reach the publisher
 
-        tokens = post(base, "/tokenize", {"model": MODEL, "prompt": PROMPT})["tokens"]
-        post(base, "/v1/completions", {"model": MODEL, "prompt": PROMPT, "max_tokens": 4,
-                                       "temperature": 0})
+        tokens = server.post("/tokenize", {"model": MODEL, "prompt": PROMPT}, timeout=60)["tokens"]
+        server.post("/v1/completions", {"model": MODEL, "prompt": PROMPT, "max_tokens": 4,
+                                        "temperature": 0}, timeout=60)
         time.sleep(0.5)  # the host tier's copies land on a later engine step
-        post(base, "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1})
-        urllib.request.urlopen(urllib.request.Request(base + "/reset_prefix_cache", b"",
+        server.post("/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1},
+                    timeout=60)
+        urllib.request.urlopen(urllib.request.Request(server.base + "/reset_prefix_cache", b"",
                                                       method="POST"), timeout=30).read()
         messages = []
         poller = zmq.Poller()
@@ -133,12 +103,8 @@ def main():
               f"replay returned the same {len(replayed)} payloads")
         ctx.destroy(linger=0)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-    if failures:
-        print(f"{len(failures)} checks failed")
-        sys.exit(1)
-    print("all checks passed")
+        server.stop()
+    checks.finish()
 
 
 if __name__ == "__main__":

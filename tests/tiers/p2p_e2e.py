@@ -19,14 +19,13 @@ Usage: p2p_e2e.py STRATA_BIN MODEL_DIR
 """
 import json
 import os
-import re
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+
+from strata_server import Checks, Server, free_port, wait_for
 
 STRATA, MODEL = sys.argv[1], sys.argv[2]
 SECRET = "p2p-e2e-shared-secret-0123456789"
@@ -43,12 +42,6 @@ PROMPT_A, PROMPT_B, PROMPT_D = prompt(0), prompt(3), prompt(5)
 P2P = 'tier="p2p"'
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def tier_config(port, peers=(), secret=SECRET, **extra):
     tier = {"type": "p2p", "host": "127.0.0.1", "port": port,
             "peers": [f"127.0.0.1:{p}" for p in peers], "secret": secret, "num_threads": 4,
@@ -59,41 +52,9 @@ def tier_config(port, peers=(), secret=SECRET, **extra):
                            "secondary_tiers": [tier]}})
 
 
-class Server:
+class PeerServer(Server):
     def __init__(self, name, *extra, env=None):
-        self.name = name
-        self.proc = subprocess.Popen(
-            [STRATA, "serve", MODEL, "--host", "127.0.0.1", "--port", "0",
-             "--kv-cache-memory", "8MiB", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, **(env or {})})
-        self.log = []
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            line = self.proc.stderr.readline()
-            if not line:
-                raise RuntimeError(f"{name} exited:\n" + "".join(self.log))
-            self.log.append(line)
-            m = re.search(r"serving .* on http://127\.0\.0\.1:(\d+)", line)
-            if m:
-                self.base = f"http://127.0.0.1:{m.group(1)}"
-                # Keep reading so the pipe never fills; the lines stay checkable.
-                threading.Thread(target=self._drain, daemon=True).start()
-                return
-        raise RuntimeError(f"{name} did not start")
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.log.append(line)
-
-    def text_log(self):
-        return "".join(self.log)
-
-    def post(self, path, body, timeout=120):
-        req = urllib.request.Request(self.base + path, json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return json.load(r)
+        super().__init__(STRATA, MODEL, "--kv-cache-memory", "8MiB", *extra, name=name, env=env)
 
     def complete(self, text, max_tokens=24, **extra):
         return self.post("/v1/completions", {"model": MODEL, "prompt": text,
@@ -111,38 +72,8 @@ class Server:
         return [json.loads(line[6:]) for line in body.splitlines()
                 if line.startswith("data: {")]
 
-    def metrics(self):
-        with urllib.request.urlopen(self.base + "/metrics", timeout=30) as r:
-            text = r.read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line.startswith("#") or not line.strip():
-                continue
-            name, value = line.rsplit(" ", 1)
-            name = re.sub(r'model_name="[^"]*",engine="0",?', "", name).replace("{}", "")
-            out[name] = float(value)
-        return out
-
     def tier(self, series):
         return self.metrics().get(f"{series}{{{P2P}}}", 0.0)
-
-    def healthy(self):
-        with urllib.request.urlopen(self.base + "/health", timeout=10) as r:
-            return r.status == 200
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=60)
-
-
-def wait_for(predicate, what, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def eventually(predicate, timeout=5):
@@ -162,16 +93,12 @@ def cached_of(response):
 
 
 def main():
-    failures = []
+    checks = Checks()
+    check = checks.check
     servers = []
 
-    def check(ok, msg):
-        print(("ok   " if ok else "FAIL ") + msg, flush=True)
-        if not ok:
-            failures.append(msg)
-
     def start(name, *extra, env=None):
-        s = Server(name, *extra, env=env)
+        s = PeerServer(name, *extra, env=env)
         servers.append(s)
         return s
 
@@ -281,10 +208,7 @@ def main():
             except Exception as err:  # a server that is already gone
                 print(f"stopping {s.name}: {err}")
     print(f"{time.time() - started:.1f} s")
-    if failures:
-        print(f"{len(failures)} checks failed")
-        sys.exit(1)
-    print("all checks passed")
+    checks.finish()
 
 
 if __name__ == "__main__":

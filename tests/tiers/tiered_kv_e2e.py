@@ -15,14 +15,12 @@ Usage: tiered_kv_e2e.py STRATA_BIN MODEL_DIR
 """
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+from strata_server import Checks, Server, wait_for
 
 STRATA, MODEL = sys.argv[1], sys.argv[2]
 WORDS = ("the whale ship sea captain said it was a truth universally acknowledged that a "
@@ -31,50 +29,13 @@ WORDS = ("the whale ship sea captain said it was a truth universally acknowledge
 PROMPT = " ".join(WORDS[(i * 7) % len(WORDS)] for i in range(300))
 
 
-class Server:
+class TieredServer(Server):
     def __init__(self, *extra):
-        self.proc = subprocess.Popen(
-            [STRATA, "serve", MODEL, "--host", "127.0.0.1", "--port", "0",
-             "--kv-cache-memory", "8MiB", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.log = []
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            line = self.proc.stderr.readline()
-            if not line:
-                raise RuntimeError("server exited:\n" + "".join(self.log))
-            self.log.append(line)
-            m = re.search(r"serving .* on http://127\.0\.0\.1:(\d+)", line)
-            if m:
-                self.base = f"http://127.0.0.1:{m.group(1)}"
-                return
-        raise RuntimeError("server did not start")
-
-    def post(self, path, body):
-        req = urllib.request.Request(self.base + path, json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return json.load(r)
-
-    def metrics(self):
-        with urllib.request.urlopen(self.base + "/metrics", timeout=30) as r:
-            text = r.read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line.startswith("#") or not line.strip():
-                continue
-            name, value = line.rsplit(" ", 1)
-            name = re.sub(r'model_name="[^"]*",engine="0",?', "", name).replace("{}", "")
-            out[name] = float(value)
-        return out
+        super().__init__(STRATA, MODEL, "--kv-cache-memory", "8MiB", *extra)
 
     def complete(self):
         return self.post("/v1/completions", {"model": MODEL, "prompt": PROMPT, "max_tokens": 24,
                                              "temperature": 0, "ignore_eos": True})
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
 
 
 def tier_config(root):
@@ -86,30 +47,17 @@ def tier_config(root):
                                                 "n_read_threads": 2, "n_write_threads": 2}]}})
 
 
-def wait_for(predicate, what, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for " + what)
-
-
 def chunk_files(root):
     return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".kv")]
 
 
 def main():
     root = tempfile.mkdtemp(prefix="strata-tiers-e2e-")
-    failures = []
-
-    def check(ok, msg):
-        print(("ok   " if ok else "FAIL ") + msg)
-        if not ok:
-            failures.append(msg)
+    checks = Checks()
+    check = checks.check
 
     try:
-        a = Server("--kv-transfer-config", tier_config(root))
+        a = TieredServer("--kv-transfer-config", tier_config(root))
         first = a.complete()
         text = first["choices"][0]["text"]
         prompt_tokens = first["usage"]["prompt_tokens"]
@@ -123,7 +71,7 @@ def main():
         check(len(chunk_files(root)) >= prompt_tokens // 16 - 1,
               f"{len(chunk_files(root))} chunk files in the directory")
 
-        b = Server("--kv-transfer-config", tier_config(root))
+        b = TieredServer("--kv-transfer-config", tier_config(root))
         second = b.complete()
         m = b.metrics()
         cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
@@ -145,18 +93,17 @@ def main():
                 byte = f.read(1)
                 f.seek(-5, os.SEEK_END)
                 f.write(bytes([byte[0] ^ 0xFF]))
-        c = Server("--kv-transfer-config", tier_config(root))
+        c = TieredServer("--kv-transfer-config", tier_config(root))
         third = c.complete()
         m = c.metrics()
         check(third["choices"][0]["text"] == text, "C (every chunk corrupt) == A")
         check(third["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, "C recomputed")
         check(m['vllm:kv_offload_tiering_promotion_job_failures_total{tier="fs"}'] > 0,
               "C counted the corrupt chunks")
-        with urllib.request.urlopen(c.base + "/health", timeout=10) as r:
-            check(r.status == 200, "C still healthy")
+        check(c.healthy(), "C still healthy")
         c.stop()
 
-        plain = Server()
+        plain = TieredServer()
         check(plain.complete()["choices"][0]["text"] == text, "no tiers == A")
         plain.stop()
 
@@ -175,10 +122,7 @@ def main():
             check(p.returncode != 0 and key in p.stderr, f"bad config names {key}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} checks failed")
-        sys.exit(1)
-    print("all checks passed")
+    checks.finish()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "offload/tiers/little_endian.h"
+
 namespace strata::offload {
 namespace {
 
@@ -19,28 +21,6 @@ constexpr size_t kKeyOff = 32;
 constexpr size_t kPayloadBytesOff = 48;
 constexpr size_t kPayloadChecksumOff = 56;
 constexpr size_t kHeaderChecksumOff = 88;
-
-void put_u32(uint8_t* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put_u64(uint8_t* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t get_u32(const uint8_t* in) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(in[i]) << (8 * i);
-  return v;
-}
-uint64_t get_u64(const uint8_t* in) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(in[i]) << (8 * i);
-  return v;
-}
-void put_hash(uint8_t* out, const kv::BlockHash& h) {
-  put_u64(out, h.low);
-  put_u64(out + 8, h.high);
-}
-kv::BlockHash get_hash(const uint8_t* in) { return {get_u64(in), get_u64(in + 8)}; }
 
 kv::BlockHash namespace_id(const ChunkFormat& format) {
   const std::string s = format.namespace_string();

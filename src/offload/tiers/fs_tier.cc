@@ -11,7 +11,6 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "base/check.h"
@@ -24,7 +23,6 @@
 namespace strata::offload {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using fs_files::check_format_file;
 using fs_files::check_writable;
 using fs_files::chunk_file_path;
@@ -54,8 +52,8 @@ class FsTier final : public SecondaryTier {
         payload_bytes_(format.payload_bytes()),
         file_bytes_(kHeaderBytes + format.payload_bytes()),
         lru_(std::move(make_eviction_policy("lru", 0).value())),
-        misses_(config.miss_ttl_ms),
-        pool_(config.n_read_threads, config.n_write_threads) {
+        lookups_(config.miss_ttl_ms),
+        jobs_(config.n_read_threads, config.n_write_threads) {
     for (const ScannedFile& f : scanned) add_to_index_locked(f.key, f.bytes);
   }
 
@@ -64,25 +62,16 @@ class FsTier final : public SecondaryTier {
   const std::string& name() const override { return name_; }
 
   LookupResult lookup(const ChunkKey& key) override {
+    bool start_probe = false;
+    LookupResult result;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const Clock::time_point now = Clock::now();
-      misses_.sweep(now);
-      if (index_.count(key) != 0) {
-        lru_->touch(key);
-        ++stats_.chunk_lookups;
-        ++stats_.chunk_hits;
-        return LookupResult::kHit;
-      }
-      if (storing_.count(key) != 0 || probing_.count(key) != 0) return LookupResult::kRetry;
-      if (misses_.take(key, now)) {
-        ++stats_.chunk_lookups;
-        return LookupResult::kMiss;
-      }
-      probing_.insert(key);
+      const bool is_held = index_.count(key) != 0;
+      if (is_held) lru_->touch(key);
+      result = lookups_.answer(key, is_held, stats_, &start_probe);
     }
-    pool_.submit(IoThreadPool::Queue::kRead, [this, key] { run_probe(key); });
-    return LookupResult::kRetry;
+    if (start_probe) jobs_.submit(IoThreadPool::Queue::kRead, [this, key] { run_probe(key); });
+    return result;
   }
 
   void submit_store(TierJob job) override {
@@ -90,51 +79,31 @@ class FsTier final : public SecondaryTier {
     std::vector<size_t> to_write;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < state->job.keys.size(); ++i) {
-        const ChunkKey& key = state->job.keys[i];
-        // Held, or being written by an earlier job (or earlier in this one).
-        if (index_.count(key) != 0 || storing_.count(key) != 0) {
-          state->ok[i] = 1;
-          ++stats_.stores_skipped;
-          continue;
-        }
-        storing_.insert(key);
-        to_write.push_back(i);
-      }
+      to_write = lookups_.claim_stores(
+          *state, stats_, [this](const ChunkKey& key) { return index_.count(key) != 0; });
     }
-    if (to_write.empty()) return finish_job(*state, /*is_load=*/false);
-    state->remaining = static_cast<int64_t>(to_write.size());
-    for (size_t i : to_write) {
-      pool_.submit(IoThreadPool::Queue::kWrite, [this, state, i] { run_store(*state, i); });
-    }
+    jobs_.run_store(std::move(state), to_write,
+                    [this](TierJobState& s, size_t i) { run_store(s, i); });
   }
 
   void submit_load(TierJob job) override {
     auto state = make_job_state(std::move(job), region_);
-    if (state->job.keys.empty()) return finish_job(*state, /*is_load=*/true);
     {
       // Pinned keys are not evicted while their file is read.
       std::lock_guard<std::mutex> lock(mu_);
       for (const ChunkKey& key : state->job.keys) ++load_pins_[key];
     }
-    state->remaining = static_cast<int64_t>(state->job.keys.size());
-    for (size_t i = 0; i < state->job.keys.size(); ++i) {
-      pool_.submit(IoThreadPool::Queue::kRead, [this, state, i] { run_load(*state, i); });
-    }
+    jobs_.run_load(std::move(state), [this](TierJobState& s, size_t i) { run_load(s, i); });
   }
 
-  std::vector<TierJobResult> poll_finished() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<TierJobResult> out;
-    out.swap(finished_);
-    return out;
-  }
+  std::vector<TierJobResult> poll_finished() override { return jobs_.poll_finished(); }
 
-  void drain() override { pool_.wait_idle(); }
+  void drain() override { jobs_.wait_idle(); }
 
   TierStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     TierStats out = stats_;
+    jobs_.fill_seconds(out);
     out.tier = name_;
     out.used_bytes = used_bytes_;
     out.capacity_bytes = config_.max_bytes;
@@ -166,7 +135,7 @@ class FsTier final : public SecondaryTier {
   // ---- state shared with I/O threads (mu_ held) ----
 
   void add_to_index_locked(const ChunkKey& key, int64_t bytes) {
-    misses_.erase(key);
+    lookups_.forget_miss(key);
     if (!index_.emplace(key, bytes).second) return;
     used_bytes_ += bytes;
     lru_->insert(key);
@@ -194,22 +163,17 @@ class FsTier final : public SecondaryTier {
     const bool is_present = exists && st.st_size == file_bytes_;
     if (exists && !is_present) ::unlink(path.c_str());  // wrong size: can never load
     std::lock_guard<std::mutex> lock(mu_);
-    probing_.erase(key);
-    if (is_present) {
-      add_to_index_locked(key, st.st_size);
-    } else {
-      misses_.remember(key, Clock::now());
-    }
+    lookups_.end_probe(key, is_present);
+    if (is_present) add_to_index_locked(key, st.st_size);
   }
 
   void run_store(TierJobState& state, size_t i) {
-    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     StoreOutcome outcome = store_chunk(key, region_.slot(state.job.slots[i]));
     int64_t num_failures = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      storing_.erase(key);
+      lookups_.end_store(key);
       if (outcome.is_reserved) reserved_bytes_ -= file_bytes_;
       switch (outcome.kind) {
         case StoreKind::kStored:
@@ -227,12 +191,7 @@ class FsTier final : public SecondaryTier {
       }
     }
     state.ok[i] = outcome.kind != StoreKind::kFailed;
-    if (num_failures > 0 && should_log_failure(num_failures)) {
-      STRATA_LOG(kWarning) << "fs tier: store of chunk " << key.to_hex()
-                           << " failed: " << outcome.status.message() << " (" << num_failures
-                           << " store failures so far)";
-    }
-    complete_task(state, /*is_load=*/false);
+    warn_chunk_failure(name_, "store", key, outcome.status.message(), num_failures);
   }
 
   StoreOutcome store_chunk(const ChunkKey& key, const uint8_t* payload) {
@@ -320,7 +279,6 @@ class FsTier final : public SecondaryTier {
   }
 
   void run_load(TierJobState& state, size_t i) {
-    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     const LoadOutcome outcome = load_chunk(key, region_.slot(state.job.slots[i]));
     if (outcome.is_bad_file) ::unlink(chunk_path(key).c_str());
@@ -337,17 +295,13 @@ class FsTier final : public SecondaryTier {
       } else {
         num_failures = ++stats_.load_failures;
         forget_locked(key);
-        misses_.remember(key, Clock::now());
+        lookups_.remember_miss(key);
       }
     }
     state.ok[i] = outcome.status.ok();
-    if (num_failures > 0 && should_log_failure(num_failures)) {
-      STRATA_LOG(kWarning) << "fs tier: load of chunk " << key.to_hex()
-                           << " failed: " << outcome.status.message()
-                           << (outcome.is_bad_file ? " (file deleted)" : "") << " (" << num_failures
-                           << " load failures so far)";
-    }
-    complete_task(state, /*is_load=*/true);
+    warn_chunk_failure(name_, "load", key,
+                       outcome.status.message() + (outcome.is_bad_file ? " (file deleted)" : ""),
+                       num_failures);
   }
 
   // Reads `key`'s file into `slot` and verifies it.
@@ -394,19 +348,6 @@ class FsTier final : public SecondaryTier {
     return {Status::ok_status(), false};
   }
 
-  // ---- job completion ----
-
-  void complete_task(TierJobState& state, bool is_load) {
-    if (state.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_job(state, is_load);
-  }
-
-  void finish_job(TierJobState& state, bool is_load) {
-    TierJobResult result = job_result(state);
-    std::lock_guard<std::mutex> lock(mu_);
-    (is_load ? stats_.load_seconds : stats_.store_seconds) += result.seconds;
-    finished_.push_back(std::move(result));
-  }
-
   const FsTierConfig config_;
   const ChunkFormat format_;
   const HostRegion region_;
@@ -421,14 +362,11 @@ class FsTier final : public SecondaryTier {
   int64_t used_bytes_ = 0;                                            // sum of index_ bytes
   int64_t reserved_bytes_ = 0;  // stores in flight that passed reserve_space()
   std::unordered_map<ChunkKey, int, kv::BlockHashHasher> load_pins_;  // loads in flight
-  std::unordered_set<ChunkKey, kv::BlockHashHasher> probing_;
-  std::unordered_set<ChunkKey, kv::BlockHashHasher> storing_;
-  NegativeAnswers misses_;
-  TierStats stats_;
-  std::vector<TierJobResult> finished_;
+  ProbedLookups lookups_;
+  TierStats stats_;  // but load/store_seconds, which jobs_ keeps
 
   // Last: destroyed (threads joined) before the state above.
-  IoThreadPool pool_;
+  TierJobs jobs_;
 };
 
 Status validate_config(const FsTierConfig& config, const ChunkFormat& format,
@@ -446,16 +384,8 @@ Status validate_config(const FsTierConfig& config, const ChunkFormat& format,
     return invalid_argument("fs tier: miss_ttl_ms " + std::to_string(config.miss_ttl_ms) +
                             " is negative");
   }
+  STRATA_RETURN_IF_ERROR(check_format_and_region("fs", format, region));
   const int64_t payload_bytes = format.payload_bytes();
-  if (payload_bytes <= 0) {
-    return invalid_argument("fs tier: chunk format '" + format.namespace_string() +
-                            "' has an empty payload");
-  }
-  if (region.slot_bytes != payload_bytes || region.num_slots < 0 ||
-      (region.num_slots > 0 && region.base == nullptr)) {
-    return invalid_argument("fs tier: host region slots are " + std::to_string(region.slot_bytes) +
-                            " bytes; the chunk payload is " + std::to_string(payload_bytes));
-  }
   if (config.max_bytes < 0 ||
       (config.max_bytes > 0 && config.max_bytes < kHeaderBytes + payload_bytes)) {
     return invalid_argument("fs tier: max_bytes " + std::to_string(config.max_bytes) +

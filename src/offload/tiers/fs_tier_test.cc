@@ -15,71 +15,20 @@
 #include <thread>
 #include <vector>
 
+#include "offload/tiers/tier_test_util.h"
+
 namespace strata::offload {
 namespace {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
-
-// A real directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/strata_fs_tier_XXXXXX";
-    const char* made = ::mkdtemp(tmpl);
-    EXPECT_NE(made, nullptr);
-    path_ = made != nullptr ? made : "/tmp/strata_fs_tier_failed";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Undo chmods so the removal works for non-root users too.
-    for (auto it = fs::recursive_directory_iterator(path_, ec);
-         it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    }
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// 2 layers * 2 (K,V) * 4 tokens * 2 heads * 8 dims * 4 bytes = 1 KiB payloads.
-ChunkFormat small_format(const std::string& model = "test-model") {
-  ChunkFormat f;
-  f.model_fingerprint = model;
-  f.num_layers = 2;
-  f.num_kv_heads = 2;
-  f.head_dim = 8;
-  f.block_size = 4;
-  return f;
-}
-
-// Host memory as the host tier would lend it: slots of one payload each.
-struct HostMemory {
-  HostMemory(const ChunkFormat& format, int64_t num_slots)
-      : bytes(static_cast<size_t>(format.payload_bytes() * num_slots)) {
-    region = {bytes.data(), num_slots, format.payload_bytes()};
-  }
-  std::span<uint8_t> slot(int64_t idx) {
-    return {region.slot(idx), static_cast<size_t>(region.slot_bytes)};
-  }
-  void fill(int64_t idx, int seed) {
-    std::span<uint8_t> s = slot(idx);
-    for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(seed * 31 + i * 7);
-  }
-  bool holds(int64_t idx, int seed) {
-    std::span<uint8_t> s = slot(idx);
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] != static_cast<uint8_t>(seed * 31 + i * 7)) return false;
-    }
-    return true;
-  }
-
-  std::vector<uint8_t> bytes;
-  HostRegion region;
-};
+using testing::HostMemory;
+using testing::load;
+using testing::load_one;
+using testing::settled_lookup;
+using testing::small_format;
+using testing::store;
+using testing::TempDir;
 
 uint64_t mix64(uint64_t x) {  // splitmix64 finalizer: keys spread over shard directories
   x += 0x9e3779b97f4a7c15ull;
@@ -102,46 +51,6 @@ FsTierConfig config_for(const TempDir& dir) {
   c.n_read_threads = 2;
   c.n_write_threads = 2;
   return c;
-}
-
-// Submits one job, waits for it and returns its result.
-TierJobResult run_job(SecondaryTier& tier, bool is_load, std::vector<ChunkKey> keys,
-                      std::vector<int64_t> slots) {
-  static int64_t next_job_id = 1;
-  TierJob job{next_job_id++, std::move(keys), std::move(slots)};
-  const int64_t job_id = job.job_id;
-  if (is_load) {
-    tier.submit_load(std::move(job));
-  } else {
-    tier.submit_store(std::move(job));
-  }
-  tier.drain();
-  std::vector<TierJobResult> results = tier.poll_finished();
-  EXPECT_EQ(results.size(), 1u);
-  if (results.empty()) return {};
-  EXPECT_EQ(results[0].job_id, job_id);
-  return results[0];
-}
-
-TierJobResult store(SecondaryTier& tier, std::vector<ChunkKey> keys, std::vector<int64_t> slots) {
-  return run_job(tier, false, std::move(keys), std::move(slots));
-}
-TierJobResult load(SecondaryTier& tier, std::vector<ChunkKey> keys, std::vector<int64_t> slots) {
-  return run_job(tier, true, std::move(keys), std::move(slots));
-}
-bool load_one(SecondaryTier& tier, const ChunkKey& key, int64_t slot) {
-  TierJobResult r = load(tier, {key}, {slot});
-  return r.ok.size() == 1 && r.ok[0];
-}
-
-// Asks until the answer is not kRetry, draining probes in between.
-LookupResult settled_lookup(SecondaryTier& tier, const ChunkKey& key) {
-  LookupResult r = tier.lookup(key);
-  for (int i = 0; i < 20 && r == LookupResult::kRetry; ++i) {
-    tier.drain();
-    r = tier.lookup(key);
-  }
-  return r;
 }
 
 std::vector<std::string> files_under(const std::string& dir, const std::string& suffix) {

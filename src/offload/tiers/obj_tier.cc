@@ -3,7 +3,6 @@
 #include <array>
 #include <cstdlib>
 #include <mutex>
-#include <unordered_set>
 #include <vector>
 
 #include "base/log.h"
@@ -13,8 +12,6 @@
 
 namespace strata::offload {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Outcome of one chunk's load, decided on an I/O thread.
 struct LoadOutcome {
@@ -36,8 +33,8 @@ class ObjTier final : public SecondaryTier {
         ns_prefix_(std::move(ns_prefix)),
         payload_bytes_(format.payload_bytes()),
         object_bytes_(kHeaderBytes + format.payload_bytes()),
-        misses_(config.miss_ttl_ms),
-        pool_((config.io_threads + 1) / 2, config.io_threads / 2) {
+        lookups_(config.miss_ttl_ms),
+        jobs_((config.io_threads + 1) / 2, config.io_threads / 2) {
     connections_.release(std::move(probed));
   }
 
@@ -46,24 +43,14 @@ class ObjTier final : public SecondaryTier {
   const std::string& name() const override { return name_; }
 
   LookupResult lookup(const ChunkKey& key) override {
+    bool start_probe = false;
+    LookupResult result;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const Clock::time_point now = Clock::now();
-      misses_.sweep(now);
-      if (known_.count(key) != 0) {
-        ++stats_.chunk_lookups;
-        ++stats_.chunk_hits;
-        return LookupResult::kHit;
-      }
-      if (storing_.count(key) != 0 || probing_.count(key) != 0) return LookupResult::kRetry;
-      if (misses_.take(key, now)) {
-        ++stats_.chunk_lookups;
-        return LookupResult::kMiss;
-      }
-      probing_.insert(key);
+      result = lookups_.answer(key, known_.count(key) != 0, stats_, &start_probe);
     }
-    pool_.submit(IoThreadPool::Queue::kRead, [this, key] { run_probe(key); });
-    return LookupResult::kRetry;
+    if (start_probe) jobs_.submit(IoThreadPool::Queue::kRead, [this, key] { run_probe(key); });
+    return result;
   }
 
   void submit_store(TierJob job) override {
@@ -71,45 +58,26 @@ class ObjTier final : public SecondaryTier {
     std::vector<size_t> to_put;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < state->job.keys.size(); ++i) {
-        const ChunkKey& key = state->job.keys[i];
-        if (known_.count(key) != 0 || storing_.count(key) != 0) {
-          state->ok[i] = 1;
-          ++stats_.stores_skipped;
-          continue;
-        }
-        storing_.insert(key);
-        to_put.push_back(i);
-      }
+      to_put = lookups_.claim_stores(
+          *state, stats_, [this](const ChunkKey& key) { return known_.count(key) != 0; });
     }
-    if (to_put.empty()) return finish_job(*state, /*is_load=*/false);
-    state->remaining = static_cast<int64_t>(to_put.size());
-    for (size_t i : to_put) {
-      pool_.submit(IoThreadPool::Queue::kWrite, [this, state, i] { run_store(*state, i); });
-    }
+    jobs_.run_store(std::move(state), to_put,
+                    [this](TierJobState& s, size_t i) { run_store(s, i); });
   }
 
   void submit_load(TierJob job) override {
-    auto state = make_job_state(std::move(job), region_);
-    if (state->job.keys.empty()) return finish_job(*state, /*is_load=*/true);
-    state->remaining = static_cast<int64_t>(state->job.keys.size());
-    for (size_t i = 0; i < state->job.keys.size(); ++i) {
-      pool_.submit(IoThreadPool::Queue::kRead, [this, state, i] { run_load(*state, i); });
-    }
+    jobs_.run_load(make_job_state(std::move(job), region_),
+                   [this](TierJobState& s, size_t i) { run_load(s, i); });
   }
 
-  std::vector<TierJobResult> poll_finished() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<TierJobResult> out;
-    out.swap(finished_);
-    return out;
-  }
+  std::vector<TierJobResult> poll_finished() override { return jobs_.poll_finished(); }
 
-  void drain() override { pool_.wait_idle(); }
+  void drain() override { jobs_.wait_idle(); }
 
   TierStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     TierStats out = stats_;
+    jobs_.fill_seconds(out);
     out.tier = name_;
     out.num_chunks = static_cast<int64_t>(known_.size());
     out.used_bytes = out.num_chunks * object_bytes_;
@@ -120,7 +88,7 @@ class ObjTier final : public SecondaryTier {
   std::string object_name(const ChunkKey& key) const { return ns_prefix_ + key.to_hex() + ".kv"; }
 
   void add_known_locked(const ChunkKey& key) {
-    misses_.erase(key);
+    lookups_.forget_miss(key);
     known_.insert(key);
   }
 
@@ -137,12 +105,8 @@ class ObjTier final : public SecondaryTier {
     int64_t num_failures = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      probing_.erase(key);
-      if (is_present) {
-        add_known_locked(key);
-      } else {
-        misses_.remember(key, Clock::now());
-      }
+      lookups_.end_probe(key, is_present);
+      if (is_present) add_known_locked(key);
       if (is_failure) num_failures = ++stats_.probe_failures;
     }
     if (num_failures > 0 && should_log_failure(num_failures)) {
@@ -153,7 +117,6 @@ class ObjTier final : public SecondaryTier {
   }
 
   void run_store(TierJobState& state, size_t i) {
-    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     const uint8_t* payload = region_.slot(state.job.slots[i]);
     std::array<uint8_t, kHeaderBytes> header;
@@ -168,7 +131,7 @@ class ObjTier final : public SecondaryTier {
     int64_t num_failures = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      storing_.erase(key);
+      lookups_.end_store(key);
       if (r.ok()) {
         add_known_locked(key);
         stats_.store_bytes += payload_bytes_;
@@ -178,16 +141,10 @@ class ObjTier final : public SecondaryTier {
       }
     }
     state.ok[i] = r.ok();
-    if (num_failures > 0 && should_log_failure(num_failures)) {
-      STRATA_LOG(kWarning) << "obj tier: store of chunk " << key.to_hex()
-                           << " failed: " << r.describe() << " (" << num_failures
-                           << " store failures so far)";
-    }
-    complete_task(state, /*is_load=*/false);
+    if (num_failures > 0) warn_chunk_failure(name_, "store", key, r.describe(), num_failures);
   }
 
   void run_load(TierJobState& state, size_t i) {
-    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     const LoadOutcome outcome = load_object(key, region_.slot(state.job.slots[i]));
     if (outcome.is_bad_object) {
@@ -205,17 +162,14 @@ class ObjTier final : public SecondaryTier {
       } else {
         num_failures = ++stats_.load_failures;
         known_.erase(key);
-        misses_.remember(key, Clock::now());
+        lookups_.remember_miss(key);
       }
     }
     state.ok[i] = outcome.status.ok();
-    if (num_failures > 0 && should_log_failure(num_failures)) {
-      STRATA_LOG(kWarning) << "obj tier: load of chunk " << key.to_hex()
-                           << " failed: " << outcome.status.message()
-                           << (outcome.is_bad_object ? " (object deleted)" : "") << " ("
-                           << num_failures << " load failures so far)";
-    }
-    complete_task(state, /*is_load=*/true);
+    warn_chunk_failure(
+        name_, "load", key,
+        outcome.status.message() + (outcome.is_bad_object ? " (object deleted)" : ""),
+        num_failures);
   }
 
   // GETs `key`'s object into a header buffer and `slot` and verifies it.
@@ -252,19 +206,6 @@ class ObjTier final : public SecondaryTier {
     return {Status::ok_status(), false};
   }
 
-  // ---- job completion ----
-
-  void complete_task(TierJobState& state, bool is_load) {
-    if (state.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_job(state, is_load);
-  }
-
-  void finish_job(TierJobState& state, bool is_load) {
-    TierJobResult result = job_result(state);
-    std::lock_guard<std::mutex> lock(mu_);
-    (is_load ? stats_.load_seconds : stats_.store_seconds) += result.seconds;
-    finished_.push_back(std::move(result));
-  }
-
   const ObjTierConfig config_;
   const ChunkFormat format_;
   const HostRegion region_;
@@ -276,15 +217,12 @@ class ObjTier final : public SecondaryTier {
   S3ConnectionPool connections_;
 
   mutable std::mutex mu_;
-  std::unordered_set<ChunkKey, kv::BlockHashHasher> known_;  // objects known to exist
-  std::unordered_set<ChunkKey, kv::BlockHashHasher> probing_;
-  std::unordered_set<ChunkKey, kv::BlockHashHasher> storing_;
-  NegativeAnswers misses_;
-  TierStats stats_;
-  std::vector<TierJobResult> finished_;
+  ChunkKeySet known_;  // objects known to exist
+  ProbedLookups lookups_;
+  TierStats stats_;  // but load/store_seconds, which jobs_ keeps
 
   // Last: destroyed (threads joined) before the state above.
-  IoThreadPool pool_;
+  TierJobs jobs_;
 };
 
 std::string env_or(const char* name, const std::string& fallback) {
@@ -333,17 +271,7 @@ Status validate_config(const ObjTierConfig& config, const ChunkFormat& format,
                             ", request_timeout_ms " + std::to_string(config.request_timeout_ms) +
                             "; timeouts must be >= 1 and the ttl >= 0");
   }
-  const int64_t payload_bytes = format.payload_bytes();
-  if (payload_bytes <= 0) {
-    return invalid_argument("obj tier: chunk format '" + format.namespace_string() +
-                            "' has an empty payload");
-  }
-  if (region.slot_bytes != payload_bytes || region.num_slots < 0 ||
-      (region.num_slots > 0 && region.base == nullptr)) {
-    return invalid_argument("obj tier: host region slots are " + std::to_string(region.slot_bytes) +
-                            " bytes; the chunk payload is " + std::to_string(payload_bytes));
-  }
-  return Status::ok_status();
+  return check_format_and_region("obj", format, region);
 }
 
 // Turns the startup probe's answer into a message that says what to fix.

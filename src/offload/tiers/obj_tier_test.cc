@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -20,111 +19,26 @@
 #include "offload/tiers/fs_tier.h"
 #include "offload/tiers/s3_client.h"
 #include "offload/tiers/s3_test_server.h"
+#include "offload/tiers/tier_test_util.h"
 
 namespace strata::offload {
 namespace {
 
-namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using testing::ChildProcess;
+using testing::HostMemory;
+using testing::load;
+using testing::load_one;
+using testing::settled_lookup;
+using testing::small_format;
+using testing::store;
+using testing::store_one;
+using testing::TempDir;
 
 constexpr char kBucket[] = "strata-kv";
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/strata_obj_tier_XXXXXX";
-    const char* made = ::mkdtemp(tmpl);
-    path_ = made != nullptr ? made : "/tmp/strata_obj_tier_failed";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// 2 layers * 2 (K,V) * 4 tokens * 2 heads * 8 dims * 4 bytes = 1 KiB payloads.
-ChunkFormat small_format() {
-  ChunkFormat f;
-  f.model_fingerprint = "obj-test-model";
-  f.num_layers = 2;
-  f.num_kv_heads = 2;
-  f.head_dim = 8;
-  f.block_size = 4;
-  return f;
-}
-
-struct HostMemory {
-  HostMemory(const ChunkFormat& format, int64_t num_slots)
-      : bytes(static_cast<size_t>(format.payload_bytes() * num_slots)) {
-    region = {bytes.data(), num_slots, format.payload_bytes()};
-  }
-  std::span<uint8_t> slot(int64_t idx) {
-    return {region.slot(idx), static_cast<size_t>(region.slot_bytes)};
-  }
-  void fill(int64_t idx, int seed) {
-    std::span<uint8_t> s = slot(idx);
-    for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(seed * 31 + i * 7);
-  }
-  bool holds(int64_t idx, int seed) {
-    std::span<uint8_t> s = slot(idx);
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] != static_cast<uint8_t>(seed * 31 + i * 7)) return false;
-    }
-    return true;
-  }
-
-  std::vector<uint8_t> bytes;
-  HostRegion region;
-};
+constexpr char kModel[] = "obj-test-model";
 
 ChunkKey key_of(uint64_t i) { return {0x9e3779b97f4a7c15ull * (i + 1), 0xc0ffee00ull + i}; }
-
-TierJobResult run_job(SecondaryTier& tier, bool is_load, std::vector<ChunkKey> keys,
-                      std::vector<int64_t> slots) {
-  static int64_t next_job_id = 1;
-  TierJob job{next_job_id++, std::move(keys), std::move(slots)};
-  const int64_t job_id = job.job_id;
-  if (is_load) {
-    tier.submit_load(std::move(job));
-  } else {
-    tier.submit_store(std::move(job));
-  }
-  tier.drain();
-  std::vector<TierJobResult> results = tier.poll_finished();
-  EXPECT_EQ(results.size(), 1u);
-  if (results.empty()) return {};
-  EXPECT_EQ(results[0].job_id, job_id);
-  return results[0];
-}
-TierJobResult store(SecondaryTier& tier, std::vector<ChunkKey> keys, std::vector<int64_t> slots) {
-  return run_job(tier, false, std::move(keys), std::move(slots));
-}
-TierJobResult load(SecondaryTier& tier, std::vector<ChunkKey> keys, std::vector<int64_t> slots) {
-  return run_job(tier, true, std::move(keys), std::move(slots));
-}
-bool load_one(SecondaryTier& tier, const ChunkKey& key, int64_t slot) {
-  TierJobResult r = load(tier, {key}, {slot});
-  return r.ok.size() == 1 && r.ok[0];
-}
-bool store_one(SecondaryTier& tier, const ChunkKey& key, int64_t slot) {
-  TierJobResult r = store(tier, {key}, {slot});
-  return r.ok.size() == 1 && r.ok[0];
-}
-
-// Asks until the answer is not kRetry, draining probes in between.
-LookupResult settled_lookup(SecondaryTier& tier, const ChunkKey& key) {
-  LookupResult r = tier.lookup(key);
-  for (int i = 0; i < 20 && r == LookupResult::kRetry; ++i) {
-    tier.drain();
-    r = tier.lookup(key);
-  }
-  return r;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -159,7 +73,7 @@ ObjTierConfig base_config(const std::string& endpoint, const std::string& prefix
 // ---- without a server ----
 
 TEST(ObjTierConfig, InvalidSettingsAreNamed) {
-  const ChunkFormat format = small_format();
+  const ChunkFormat format = small_format(kModel);
   HostMemory host(format, 2);
   auto error_of = [&](const ObjTierConfig& c) {
     StatusOr<std::unique_ptr<SecondaryTier>> t = make_obj_tier(c, format, host.region);
@@ -181,7 +95,7 @@ TEST(ObjTierConfig, InvalidSettingsAreNamed) {
   c = base_config("http://127.0.0.1:9", "");
   c.secret_key = "";
   EXPECT_NE(error_of(c).find("secret_key is empty"), std::string::npos);
-  HostMemory wrong(small_format(), 1);
+  HostMemory wrong(small_format(kModel), 1);
   wrong.region.slot_bytes -= 4;
   StatusOr<std::unique_ptr<SecondaryTier>> t =
       make_obj_tier(base_config("http://127.0.0.1:9", ""), format, wrong.region);
@@ -203,7 +117,7 @@ TEST(ObjTierConfig, EndpointsParse) {
 }
 
 TEST(ObjTierConfig, UnreachableEndpointFailsFastSayingSo) {
-  const ChunkFormat format = small_format();
+  const ChunkFormat format = small_format(kModel);
   HostMemory host(format, 2);
   const auto start = std::chrono::steady_clock::now();
   StatusOr<std::unique_ptr<SecondaryTier>> t = make_obj_tier(
@@ -284,7 +198,7 @@ class ObjTierTest : public ::testing::Test {
   static std::string* skip_reason_;
   static TempDir* data_dir_;
   static ChildProcess* server_;
-  const ChunkFormat format_ = small_format();
+  const ChunkFormat format_ = small_format(kModel);
   std::string prefix_;
 };
 

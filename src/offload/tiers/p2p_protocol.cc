@@ -9,42 +9,13 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "offload/tiers/little_endian.h"
 
 namespace strata::offload::p2p {
 namespace {
 
 constexpr std::string_view kServerLabel = "strata-p2p-v1 server";
 constexpr std::string_view kClientLabel = "strata-p2p-v1 client";
-
-void put_u16(uint8_t* out, uint16_t v) {
-  out[0] = static_cast<uint8_t>(v);
-  out[1] = static_cast<uint8_t>(v >> 8);
-}
-void put_u32(uint8_t* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put_u64(uint8_t* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint16_t get_u16(const uint8_t* in) {
-  return static_cast<uint16_t>(in[0] | (static_cast<uint16_t>(in[1]) << 8));
-}
-uint32_t get_u32(const uint8_t* in) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(in[i]) << (8 * i);
-  return v;
-}
-uint64_t get_u64(const uint8_t* in) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(in[i]) << (8 * i);
-  return v;
-}
-
-void put_key(uint8_t* out, const ChunkKey& key) {
-  put_u64(out, key.low);
-  put_u64(out + 8, key.high);
-}
-ChunkKey get_key(const uint8_t* in) { return ChunkKey{get_u64(in), get_u64(in + 8)}; }
 
 Status body_size_error(const char* what, size_t got, size_t expected) {
   return invalid_argument(std::string("p2p ") + what + ": body has " + std::to_string(got) +
@@ -202,7 +173,7 @@ std::vector<uint8_t> encode_lookup(std::span<const ChunkKey> keys) {
       << "LOOKUP of " << keys.size() << " keys; allowed 1.." << kMaxLookupKeys;
   std::vector<uint8_t> out(4 + keys.size() * kKeyBytes);
   put_u32(out.data(), static_cast<uint32_t>(keys.size()));
-  for (size_t i = 0; i < keys.size(); ++i) put_key(out.data() + 4 + i * kKeyBytes, keys[i]);
+  for (size_t i = 0; i < keys.size(); ++i) put_hash(out.data() + 4 + i * kKeyBytes, keys[i]);
   return out;
 }
 
@@ -217,7 +188,7 @@ StatusOr<std::vector<ChunkKey>> decode_lookup(std::span<const uint8_t> body) {
     return body_size_error("LOOKUP", body.size(), 4 + size_t{n} * kKeyBytes);
   }
   std::vector<ChunkKey> keys(n);
-  for (uint32_t i = 0; i < n; ++i) keys[i] = get_key(body.data() + 4 + size_t{i} * kKeyBytes);
+  for (uint32_t i = 0; i < n; ++i) keys[i] = get_hash(body.data() + 4 + size_t{i} * kKeyBytes);
   return keys;
 }
 
@@ -249,13 +220,13 @@ StatusOr<std::vector<bool>> decode_lookup_reply(std::span<const uint8_t> body,
 
 std::vector<uint8_t> encode_key(const ChunkKey& key) {
   std::vector<uint8_t> out(kKeyBytes);
-  put_key(out.data(), key);
+  put_hash(out.data(), key);
   return out;
 }
 
 StatusOr<ChunkKey> decode_key(std::span<const uint8_t> body) {
   if (body.size() != kKeyBytes) return body_size_error("key", body.size(), kKeyBytes);
-  return get_key(body.data());
+  return get_hash(body.data());
 }
 
 std::vector<uint8_t> encode_error(const ErrorMessage& error) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace strata::offload::p2p {
 namespace {
@@ -86,6 +87,38 @@ Status connect_one(int fd, const addrinfo& ai, int timeout_ms) {
   return Status();
 }
 
+// Binds (with SO_REUSEADDR) and listens.
+Status listen_one(int fd, const addrinfo& ai, int backlog) {
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, ai.ai_addr, ai.ai_addrlen) != 0) return unavailable(errno_text(errno));
+  if (::listen(fd, backlog) != 0) return unavailable("listen(): " + errno_text(errno));
+  return Status();
+}
+
+// A TCP socket for the first address `host:port` resolves to on which
+// `setup` succeeds (each try gets a fresh socket). Errors: a failed
+// resolution prefixed with `where`, else the last try's prefixed with
+// `where_failed`.
+StatusOr<Socket> open_tcp(const std::string& host, int port, bool passive, const std::string& where,
+                          const std::string& where_failed,
+                          const std::function<Status(int fd, const addrinfo& ai)>& setup) {
+  AddrInfoList addrs;
+  Status resolved = resolve(host, port, passive, addrs);
+  if (!resolved.ok()) return resolved.with_prefix(where);
+  Status last = unavailable("no address");
+  for (addrinfo* ai = addrs.list; ai != nullptr; ai = ai->ai_next) {
+    Socket s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!s.is_open()) {
+      last = unavailable("socket(): " + errno_text(errno));
+      continue;
+    }
+    last = setup(s.fd(), *ai);
+    if (last.ok()) return s;
+  }
+  return last.with_prefix(where_failed);
+}
+
 }  // namespace
 
 Socket& Socket::operator=(Socket&& other) noexcept {
@@ -113,50 +146,18 @@ void Socket::shutdown_both() const {
 
 StatusOr<Socket> connect_tcp(const std::string& host, int port, int timeout_ms) {
   const std::string where = "p2p peer " + address_text(host, port);
-  AddrInfoList addrs;
-  Status resolved = resolve(host, port, false, addrs);
-  if (!resolved.ok()) return resolved.with_prefix(where);
-  Status last = unavailable("no address");
-  for (addrinfo* ai = addrs.list; ai != nullptr; ai = ai->ai_next) {
-    Socket s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!s.is_open()) {
-      last = unavailable("socket(): " + errno_text(errno));
-      continue;
-    }
-    last = connect_one(s.fd(), *ai, timeout_ms);
-    if (last.ok()) {
-      set_nodelay(s.fd());
-      return s;
-    }
-  }
-  return last.with_prefix(where + ": cannot connect");
+  return open_tcp(host, port, /*passive=*/false, where, where + ": cannot connect",
+                  [timeout_ms](int fd, const addrinfo& ai) {
+                    Status connected = connect_one(fd, ai, timeout_ms);
+                    if (connected.ok()) set_nodelay(fd);
+                    return connected;
+                  });
 }
 
 StatusOr<Socket> listen_tcp(const std::string& host, int port, int backlog) {
   const std::string where = "p2p tier: cannot listen on " + address_text(host, port);
-  AddrInfoList addrs;
-  Status resolved = resolve(host, port, true, addrs);
-  if (!resolved.ok()) return resolved.with_prefix(where);
-  Status last = unavailable("no address");
-  for (addrinfo* ai = addrs.list; ai != nullptr; ai = ai->ai_next) {
-    Socket s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!s.is_open()) {
-      last = unavailable("socket(): " + errno_text(errno));
-      continue;
-    }
-    const int one = 1;
-    ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(s.fd(), ai->ai_addr, ai->ai_addrlen) != 0) {
-      last = unavailable(errno_text(errno));
-      continue;
-    }
-    if (::listen(s.fd(), backlog) != 0) {
-      last = unavailable("listen(): " + errno_text(errno));
-      continue;
-    }
-    return s;
-  }
-  return last.with_prefix(where);
+  return open_tcp(host, port, /*passive=*/true, where, where,
+                  [backlog](int fd, const addrinfo& ai) { return listen_one(fd, ai, backlog); });
 }
 
 int local_port(const Socket& socket) {

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -42,12 +41,12 @@ class P2pTierImpl final : public P2pTier {
         payload_bytes_(format.payload_bytes()),
         store_(config.max_bytes),
         client_(client_config(config, std::move(secret)), format),
-        pool_(static_cast<int>(config.num_threads), 1) {}
+        jobs_(static_cast<int>(config.num_threads), 1) {}
 
   ~P2pTierImpl() override {
     if (server_ != nullptr) server_->stop();
     client_.shutdown();
-    pool_.wait_idle();
+    jobs_.wait_idle();
   }
 
   Status start_server(const std::string& secret) {
@@ -121,40 +120,22 @@ class P2pTierImpl final : public P2pTier {
     auto state = make_job_state(std::move(job), region_);
     std::vector<size_t> to_copy;
     {
+      // Whether the local store holds a key is checked on the copying thread.
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < state->job.keys.size(); ++i) {
-        if (!storing_.insert(state->job.keys[i]).second) {
-          state->ok[i] = 1;  // being copied by an earlier job (or earlier in this one)
-          ++stats_.stores_skipped;
-          continue;
-        }
-        to_copy.push_back(i);
-      }
+      to_copy = claim_stores(*state, storing_, stats_, [](const ChunkKey&) { return false; });
     }
-    if (to_copy.empty()) return finish_job(*state, /*is_load=*/false);
-    state->remaining = static_cast<int64_t>(to_copy.size());
-    for (size_t i : to_copy) {
-      pool_.submit(IoThreadPool::Queue::kWrite, [this, state, i] { run_store(*state, i); });
-    }
+    jobs_.run_store(std::move(state), to_copy,
+                    [this](TierJobState& s, size_t i) { run_store(s, i); });
   }
 
   void submit_load(TierJob job) override {
-    auto state = make_job_state(std::move(job), region_);
-    if (state->job.keys.empty()) return finish_job(*state, /*is_load=*/true);
-    state->remaining = static_cast<int64_t>(state->job.keys.size());
-    for (size_t i = 0; i < state->job.keys.size(); ++i) {
-      pool_.submit(IoThreadPool::Queue::kRead, [this, state, i] { run_load(*state, i); });
-    }
+    jobs_.run_load(make_job_state(std::move(job), region_),
+                   [this](TierJobState& s, size_t i) { run_load(s, i); });
   }
 
-  std::vector<TierJobResult> poll_finished() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<TierJobResult> out;
-    out.swap(finished_);
-    return out;
-  }
+  std::vector<TierJobResult> poll_finished() override { return jobs_.poll_finished(); }
 
-  void drain() override { pool_.wait_idle(); }
+  void drain() override { jobs_.wait_idle(); }
 
   TierStats stats() const override {
     TierStats out;
@@ -162,6 +143,7 @@ class P2pTierImpl final : public P2pTier {
       std::lock_guard<std::mutex> lock(mu_);
       out = stats_;
     }
+    jobs_.fill_seconds(out);
     out.tier = name_;
     out.used_bytes = store_.used_bytes();
     out.capacity_bytes = store_.max_bytes();
@@ -224,7 +206,7 @@ class P2pTierImpl final : public P2pTier {
     queued.push_back(key);
     // One task per source takes every key queued until it runs: one LOOKUP.
     if (is_first) {
-      pool_.submit(IoThreadPool::Queue::kRead, [this, source] { run_probe(source); });
+      jobs_.submit(IoThreadPool::Queue::kRead, [this, source] { run_probe(source); });
     }
   }
 
@@ -343,7 +325,6 @@ class P2pTierImpl final : public P2pTier {
   }
 
   void run_store(TierJobState& state, size_t i) {
-    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     bool is_stored = false;
     int64_t num_evicted = 0;
@@ -369,11 +350,9 @@ class P2pTierImpl final : public P2pTier {
       stats_.evictions += num_evicted;
     }
     state.ok[i] = 1;
-    complete_task(state, /*is_load=*/false);
   }
 
   void run_load(TierJobState& state, size_t i) {
-    mark_job_started(state);
     const ChunkKey& key = state.job.keys[i];
     const Status status = load_chunk(key, slot(state.job.slots[i]));
     int64_t num_failures = 0;
@@ -389,12 +368,7 @@ class P2pTierImpl final : public P2pTier {
       }
     }
     state.ok[i] = status.ok();
-    if (num_failures > 0 && should_log_failure(num_failures)) {
-      STRATA_LOG(kWarning) << "p2p tier: load of chunk " << key.to_hex()
-                           << " failed: " << status.message() << " (" << num_failures
-                           << " load failures so far; recomputed)";
-    }
-    complete_task(state, /*is_load=*/true);
+    warn_chunk_failure(name_, "load", key, status.message(), num_failures, "; recomputed");
   }
 
   // From the local store when it has the chunk, else from the peer the
@@ -416,17 +390,6 @@ class P2pTierImpl final : public P2pTier {
     return client_.fetch(*holder, key, out);
   }
 
-  void complete_task(TierJobState& state, bool is_load) {
-    if (state.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_job(state, is_load);
-  }
-
-  void finish_job(TierJobState& state, bool is_load) {
-    TierJobResult result = job_result(state);
-    std::lock_guard<std::mutex> lock(mu_);
-    (is_load ? stats_.load_seconds : stats_.store_seconds) += result.seconds;
-    finished_.push_back(std::move(result));
-  }
-
   const P2pTierConfig config_;
   const std::vector<PeerAddress> peers_;
   const ChunkFormat format_;
@@ -442,13 +405,12 @@ class P2pTierImpl final : public P2pTier {
   std::unordered_map<ChunkKey, Verdict, kv::BlockHashHasher> verdicts_;
   std::deque<std::pair<Clock::time_point, ChunkKey>> sweep_order_;  // (sweep time, key), FIFO
   std::map<PeerAddress, std::vector<ChunkKey>> pending_probes_;     // per source
-  std::unordered_set<ChunkKey, kv::BlockHashHasher> storing_;
-  TierStats stats_;
+  ChunkKeySet storing_;
+  TierStats stats_;                // but load/store_seconds, which jobs_ keeps
   int64_t num_failed_probes_ = 0;  // LOOKUPs that failed (stats_ counts their keys)
-  std::vector<TierJobResult> finished_;
 
   // Last: destroyed (threads joined) before the state above.
-  IoThreadPool pool_;
+  TierJobs jobs_;
 };
 
 Status validate(const P2pTierConfig& c, const ChunkFormat& format, const HostRegion& region) {
@@ -468,15 +430,8 @@ Status validate(const P2pTierConfig& c, const ChunkFormat& format, const HostReg
   if (c.miss_ttl_ms < 0 || c.remote_wait_ms < 0) {
     return fail("miss_ttl_ms and remote_wait_ms must not be negative");
   }
+  STRATA_RETURN_IF_ERROR(check_format_and_region("p2p", format, region));
   const int64_t payload_bytes = format.payload_bytes();
-  if (payload_bytes <= 0) {
-    return fail("chunk format '" + format.namespace_string() + "' has an empty payload");
-  }
-  if (region.slot_bytes != payload_bytes || region.num_slots < 0 ||
-      (region.num_slots > 0 && region.base == nullptr)) {
-    return fail("host region slots are " + std::to_string(region.slot_bytes) +
-                " bytes; the chunk payload is " + std::to_string(payload_bytes));
-  }
   if (c.max_bytes < kHeaderBytes + payload_bytes) {
     return fail("max_bytes " + std::to_string(c.max_bytes) + " is smaller than one chunk (" +
                 std::to_string(kHeaderBytes + payload_bytes) + " bytes)");

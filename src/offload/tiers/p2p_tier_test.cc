@@ -11,50 +11,18 @@
 
 #include "offload/tiers/p2p_protocol.h"
 #include "offload/tiers/p2p_socket.h"
+#include "offload/tiers/tier_test_util.h"
 
 namespace strata::offload {
 namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
+using testing::HostMemory;
+using testing::run_job;
+using testing::small_format;
 
 constexpr char kSecret[] = "0123456789abcdef-test-secret";
-
-// 2 layers * 2 (K,V) * 4 tokens * 2 heads * 8 dims * 4 bytes = 1 KiB payloads.
-ChunkFormat small_format(const std::string& model = "test-model") {
-  ChunkFormat f;
-  f.model_fingerprint = model;
-  f.num_layers = 2;
-  f.num_kv_heads = 2;
-  f.head_dim = 8;
-  f.block_size = 4;
-  return f;
-}
-
-// Host memory as the host tier would lend it: slots of one payload each.
-struct HostMemory {
-  HostMemory(const ChunkFormat& format, int64_t num_slots)
-      : bytes(static_cast<size_t>(format.payload_bytes() * num_slots)) {
-    region = {bytes.data(), num_slots, format.payload_bytes()};
-  }
-  std::span<uint8_t> slot(int64_t idx) {
-    return {region.slot(idx), static_cast<size_t>(region.slot_bytes)};
-  }
-  void fill(int64_t idx, int seed) {
-    std::span<uint8_t> s = slot(idx);
-    for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(seed * 31 + i * 7);
-  }
-  bool holds(int64_t idx, int seed) {
-    std::span<uint8_t> s = slot(idx);
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] != static_cast<uint8_t>(seed * 31 + i * 7)) return false;
-    }
-    return true;
-  }
-
-  std::vector<uint8_t> bytes;
-  HostRegion region;
-};
 
 ChunkKey key_of(uint64_t i) { return ChunkKey{0x1000 + i, 0xabc0000 + i}; }
 
@@ -93,20 +61,6 @@ LookupResult settle(SecondaryTier& tier, const ChunkKey& key, const TierLookupCo
     if (r != LookupResult::kRetry || Clock::now() > deadline) return r;
     std::this_thread::sleep_for(milliseconds(1));
   }
-}
-
-TierJobResult run_job(SecondaryTier& tier, bool is_load, int64_t job_id, std::vector<ChunkKey> keys,
-                      std::vector<int64_t> slots) {
-  TierJob job{job_id, std::move(keys), std::move(slots)};
-  if (is_load) {
-    tier.submit_load(std::move(job));
-  } else {
-    tier.submit_store(std::move(job));
-  }
-  tier.drain();
-  std::vector<TierJobResult> results = tier.poll_finished();
-  EXPECT_EQ(results.size(), 1u);
-  return results.empty() ? TierJobResult{} : results[0];
 }
 
 // Server-side counters move when the server thread gets to it.

@@ -1,6 +1,9 @@
 #include "offload/tiers/tier_bookkeeping.h"
 
+#include <string>
+
 #include "base/check.h"
+#include "base/log.h"
 
 namespace strata::offload {
 namespace {
@@ -46,8 +49,116 @@ TierJobResult job_result(const TierJobState& state) {
   return result;
 }
 
+void TierJobs::run_store(std::shared_ptr<TierJobState> state, const std::vector<size_t>& key_idxs,
+                         const KeyTask& task) {
+  run(std::move(state), key_idxs, IoThreadPool::Queue::kWrite, /*is_load=*/false, task);
+}
+
+void TierJobs::run_load(std::shared_ptr<TierJobState> state, const KeyTask& task) {
+  std::vector<size_t> key_idxs(state->job.keys.size());
+  for (size_t i = 0; i < key_idxs.size(); ++i) key_idxs[i] = i;
+  run(std::move(state), key_idxs, IoThreadPool::Queue::kRead, /*is_load=*/true, task);
+}
+
+void TierJobs::run(std::shared_ptr<TierJobState> state, const std::vector<size_t>& key_idxs,
+                   IoThreadPool::Queue queue, bool is_load, const KeyTask& task) {
+  if (key_idxs.empty()) return finish(*state, is_load);
+  state->remaining = static_cast<int64_t>(key_idxs.size());
+  for (size_t i : key_idxs) {
+    pool_.submit(queue, [this, state, i, is_load, task] {
+      mark_job_started(*state);
+      task(*state, i);
+      if (state->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*state, is_load);
+    });
+  }
+}
+
+void TierJobs::finish(TierJobState& state, bool is_load) {
+  TierJobResult result = job_result(state);
+  std::lock_guard<std::mutex> lock(mu_);
+  (is_load ? load_seconds_ : store_seconds_) += result.seconds;
+  finished_.push_back(std::move(result));
+}
+
+std::vector<TierJobResult> TierJobs::poll_finished() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TierJobResult> out;
+  out.swap(finished_);
+  return out;
+}
+
+void TierJobs::fill_seconds(TierStats& stats) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats.load_seconds = load_seconds_;
+  stats.store_seconds = store_seconds_;
+}
+
+std::vector<size_t> claim_stores(TierJobState& state, ChunkKeySet& storing, TierStats& stats,
+                                 const std::function<bool(const ChunkKey&)>& is_held) {
+  std::vector<size_t> to_write;
+  for (size_t i = 0; i < state.job.keys.size(); ++i) {
+    const ChunkKey& key = state.job.keys[i];
+    // Held, or being written by an earlier job (or earlier in this one).
+    if (is_held(key) || !storing.insert(key).second) {
+      state.ok[i] = 1;
+      ++stats.stores_skipped;
+      continue;
+    }
+    to_write.push_back(i);
+  }
+  return to_write;
+}
+
+LookupResult ProbedLookups::answer(const ChunkKey& key, bool is_held, TierStats& stats,
+                                   bool* start_probe) {
+  const NegativeAnswers::Clock::time_point now = NegativeAnswers::Clock::now();
+  misses_.sweep(now);
+  if (is_held) {
+    ++stats.chunk_lookups;
+    ++stats.chunk_hits;
+    return LookupResult::kHit;
+  }
+  if (storing_.count(key) != 0 || probing_.count(key) != 0) return LookupResult::kRetry;
+  if (misses_.take(key, now)) {
+    ++stats.chunk_lookups;
+    return LookupResult::kMiss;
+  }
+  probing_.insert(key);
+  *start_probe = true;
+  return LookupResult::kRetry;
+}
+
+void ProbedLookups::end_probe(const ChunkKey& key, bool is_present) {
+  probing_.erase(key);
+  if (!is_present) misses_.remember(key, NegativeAnswers::Clock::now());
+}
+
 bool should_log_failure(int64_t num_failures) {
   return num_failures <= 8 || (num_failures & (num_failures - 1)) == 0;
+}
+
+void warn_chunk_failure(std::string_view tier, std::string_view op, const ChunkKey& key,
+                        std::string_view why, int64_t num_failures, std::string_view note) {
+  if (num_failures <= 0 || !should_log_failure(num_failures)) return;
+  STRATA_LOG(kWarning) << tier << " tier: " << op << " of chunk " << key.to_hex()
+                       << " failed: " << why << " (" << num_failures << " " << op
+                       << " failures so far" << note << ")";
+}
+
+Status check_format_and_region(std::string_view tier, const ChunkFormat& format,
+                               const HostRegion& region) {
+  const std::string prefix = std::string(tier) + " tier: ";
+  const int64_t payload_bytes = format.payload_bytes();
+  if (payload_bytes <= 0) {
+    return invalid_argument(prefix + "chunk format '" + format.namespace_string() +
+                            "' has an empty payload");
+  }
+  if (region.slot_bytes != payload_bytes || region.num_slots < 0 ||
+      (region.num_slots > 0 && region.base == nullptr)) {
+    return invalid_argument(prefix + "host region slots are " + std::to_string(region.slot_bytes) +
+                            " bytes; the chunk payload is " + std::to_string(payload_bytes));
+  }
+  return Status::ok_status();
 }
 
 void NegativeAnswers::remember(const ChunkKey& key, Clock::time_point now) {
