@@ -105,6 +105,7 @@ void GenerationJob::on_output(size_t choice_idx, const engine::RequestOutput& ou
   ChoiceOutput delta;
   delta.index = static_cast<int>(choice_idx);
   delta.has_logprobs = options_.num_logprobs >= 0;
+  delta.has_token_ids = options_.return_token_ids;
   if (!c.got_prompt_logprobs) take_prompt_logprobs(c, out, delta);
   consume_tokens(c, out, delta);
   if (!c.finished && out.finished) finish_choice(c, out, delta);
@@ -142,6 +143,7 @@ void GenerationJob::consume_tokens(Choice& c, const engine::RequestOutput& out,
     if (tok.token_id < 0) continue;
     ++c.num_output_tokens;
     c.last_token = tok.token_id;
+    if (options_.return_token_ids) delta.token_ids.push_back(tok.token_id);
     if (options_.num_logprobs >= 0) add_logprob(c, tok, delta);
     StopMatcher::Result r = c.stop.push(c.detokenizer->add(tok.token_id));
     delta.text += r.text;
@@ -260,9 +262,11 @@ void GenerationJob::emit(Choice& c, ChoiceOutput delta) {
   if (!options_.stream) {
     c.text += delta.text;
     for (TokenLogprob& lp : delta.logprobs) c.logprobs.push_back(std::move(lp));
+    c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
     c.sent_first = true;
     return;
   }
+  if (first && delta.has_token_ids) delta.prompt_token_ids = &prompts_[c.prompt_idx].token_ids;
   if (first) {
     c.sent_first = true;
     responder_->begin_stream("text/event-stream");
@@ -273,7 +277,10 @@ void GenerationJob::emit(Choice& c, ChoiceOutput delta) {
       responder_->write(format_stream_chunk(options_.meta, role, nullptr));
     }
   }
-  if (delta.text.empty() && delta.logprobs.empty() && delta.finish_reason.empty()) return;
+  if (delta.text.empty() && delta.logprobs.empty() && delta.token_ids.empty() &&
+      delta.finish_reason.empty()) {
+    return;
+  }
   Usage u;
   if (options_.continuous_usage) u = usage();
   responder_->write(
@@ -308,6 +315,9 @@ void GenerationJob::complete() {
     co.text = std::move(c.text);
     co.has_logprobs = options_.num_logprobs >= 0;
     co.logprobs = std::move(c.logprobs);
+    co.has_token_ids = options_.return_token_ids;
+    co.token_ids = std::move(c.token_ids);
+    co.prompt_token_ids = &prompts_[c.prompt_idx].token_ids;
     co.finish_reason = c.finish_reason;
     co.stop_reason_json = c.stop_reason_json;
     co.prompt_logprobs_json = std::move(c.prompt_logprobs_json);

@@ -45,6 +45,7 @@ struct JobOptions {
   int num_prompt_logprobs = -1;  // vLLM's prompt_logprobs (non-streamed responses)
   std::vector<std::string> stop;
   bool include_stop_str = false;
+  bool return_token_ids = false;  // token_ids per choice (and prompt_token_ids)
   tokenizer::DetokenizerOptions detokenize;
   // Sampling and stop conditions shared by all choices; per-choice id, prompt
   // and seed are filled in by the job. max_tokens per prompt below.
@@ -70,6 +71,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     StopMatcher stop;
     std::string text;                    // non-streamed: accumulated text
     std::vector<TokenLogprob> logprobs;  // non-streamed: accumulated logprobs
+    std::vector<int32_t> token_ids;      // non-streamed, return_token_ids: generated ids
     int64_t text_offset = 0;             // bytes of text produced so far (incl. echo)
     bool finished = false;               // no more output for the client
     bool engine_done = false;            // the engine delivered its final output

@@ -96,6 +96,18 @@ void write_header(JsonWriter& w, const ResponseMeta& meta, const char* object) {
   w.key("model").value(meta.model);
 }
 
+void write_token_ids(JsonWriter& w, const ChoiceOutput& c) {
+  if (!c.has_token_ids) return;
+  if (c.prompt_token_ids != nullptr) {
+    w.key("prompt_token_ids").begin_array();
+    for (int32_t id : *c.prompt_token_ids) w.value(static_cast<int64_t>(id));
+    w.end_array();
+  }
+  w.key("token_ids").begin_array();
+  for (int32_t id : c.token_ids) w.value(static_cast<int64_t>(id));
+  w.end_array();
+}
+
 void write_stream_choice(JsonWriter& w, const ResponseMeta& meta, const ChoiceOutput& c) {
   w.begin_object().key("index").value(c.index);
   if (meta.is_chat) {
@@ -108,6 +120,7 @@ void write_stream_choice(JsonWriter& w, const ResponseMeta& meta, const ChoiceOu
   }
   write_logprobs(w, meta, c);
   write_finish(w, c);
+  write_token_ids(w, c);
   w.end_object();
 }
 
@@ -123,6 +136,7 @@ void write_full_choice(JsonWriter& w, const ResponseMeta& meta, const ChoiceOutp
   }
   write_logprobs(w, meta, c);
   write_finish(w, c);
+  write_token_ids(w, c);
   if (!meta.is_chat) {
     w.key("prompt_logprobs");
     if (c.prompt_logprobs_json.empty()) {

@@ -60,6 +60,11 @@ struct ChoiceOutput {
   bool with_role = false;     // chat stream: the first delta carries the role
   bool has_logprobs = false;  // emit a logprobs object (else null)
   std::vector<TokenLogprob> logprobs;
+  // vLLM's return_token_ids: the generated ids this chunk (or response)
+  // carries, and, on the first chunk / a whole response, the prompt's.
+  bool has_token_ids = false;
+  std::vector<int32_t> token_ids;
+  const std::vector<int32_t>* prompt_token_ids = nullptr;
   std::string finish_reason;              // "" -> null
   std::string stop_reason_json = "null";  // null | "stop string" | token id
   // Non-streamed only: [null, {...}, ...] or "" (field omitted / null).

@@ -107,6 +107,26 @@ TEST(ResponseFormat, EchoedFirstTokenAndPromptLogprobs) {
 namespace strata::server {
 namespace {
 
+TEST(ResponseFormat, ReturnTokenIds) {
+  ResponseMeta meta{"cmpl-1", 100, "m", false};
+  const std::vector<int32_t> prompt = {5, 6, 7};
+  ChoiceOutput c;
+  c.text = "ab";
+  c.has_token_ids = true;
+  c.token_ids = {11, 12};
+  c.prompt_token_ids = &prompt;
+  nlohmann::json j = nlohmann::json::parse(format_response(meta, {c}, Usage{3, 2, 0}));
+  EXPECT_EQ(j["choices"][0]["token_ids"], nlohmann::json({11, 12}));
+  EXPECT_EQ(j["choices"][0]["prompt_token_ids"], nlohmann::json({5, 6, 7}));
+  c.prompt_token_ids = nullptr;  // a later stream chunk
+  j = event_json(format_stream_chunk(meta, c, nullptr));
+  EXPECT_EQ(j["choices"][0]["token_ids"], nlohmann::json({11, 12}));
+  EXPECT_FALSE(j["choices"][0].contains("prompt_token_ids"));
+  c.has_token_ids = false;  // not asked for: no fields
+  j = event_json(format_stream_chunk(meta, c, nullptr));
+  EXPECT_FALSE(j["choices"][0].contains("token_ids"));
+}
+
 TEST(ResponseFormat, KvTransferParamsForPrefillDecode) {
   ResponseMeta meta{"cmpl-1", 100, "m", false};
   ChoiceOutput c;

@@ -105,6 +105,7 @@ void read_core_sampling(FieldReader& f, SamplingFields& s) {
   s.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
   s.spaces_between_special_tokens = f.boolean("spaces_between_special_tokens").value_or(true);
   s.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
+  s.return_token_ids = f.boolean("return_token_ids").value_or(false);
   s.cache_salt = f.string("cache_salt").value_or("");
   read_kv_transfer_params(f, s);
   s.stream = f.boolean("stream").value_or(false);

@@ -42,6 +42,7 @@ struct SamplingFields {
   bool skip_special_tokens = true;
   bool spaces_between_special_tokens = true;
   bool include_stop_str_in_output = false;
+  bool return_token_ids = false;  // vLLM: generated token ids in each choice
   std::string cache_salt;
   scheduler::KvTransferHints kv_transfer;  // kv_transfer_params
   bool stream = false;

@@ -68,6 +68,7 @@ ApiOr<JobOptions> make_job_options(ServerContext& ctx, const SamplingFields& f) 
   o.n = f.n;
   o.stop = f.stop;
   o.include_stop_str = f.include_stop_str_in_output;
+  o.return_token_ids = f.return_token_ids;
   o.detokenize.skip_special_tokens = f.skip_special_tokens;
   o.detokenize.spaces_between_special_tokens = f.spaces_between_special_tokens;
   if (f.seed) o.seed = static_cast<uint64_t>(*f.seed);
