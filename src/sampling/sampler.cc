@@ -20,6 +20,10 @@ bool better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>&
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
+bool better_value(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first < b.first;  // for max_element
+}
+
 }  // namespace
 
 int32_t argmax(const float* logits, int64_t vocab) {
@@ -83,6 +87,33 @@ const float* Sampler::process(const float* logits, int64_t vocab,
   return processed_.data();
 }
 
+int64_t Sampler::num_candidates(int64_t vocab) {
+  // Without top-k, sorting the whole vocabulary (150K entries for Qwen) would
+  // cost more than a decode step. Only a prefix of the sorted order is ever
+  // used: min-p's survivors, or the top-p nucleus.
+  if (params_.top_k > 0 && params_.top_k < vocab) return params_.top_k;
+  const float max = std::max_element(candidates_.begin(), candidates_.end(), better_value)->first;
+  if (params_.min_p > 0.0) {
+    const float floor = max + static_cast<float>(std::log(params_.min_p));
+    int64_t n = 0;
+    for (const auto& c : candidates_) n += c.first >= floor;
+    return std::max<int64_t>(n, 1);
+  }
+  if (params_.top_p >= 1.0) return vocab;
+  double total = 0.0;
+  for (const auto& c : candidates_) total += std::exp(static_cast<double>(c.first - max));
+  // Grow a sorted prefix until it holds top_p of the mass.
+  for (int64_t k = std::min<int64_t>(64, vocab);; k = std::min<int64_t>(k * 4, vocab)) {
+    std::partial_sort(candidates_.begin(), candidates_.begin() + k, candidates_.end(), better);
+    double mass = 0.0;
+    for (int64_t i = 0; i < k; ++i) mass += std::exp(static_cast<double>(candidates_[i].first - max));
+    if (mass / total >= params_.top_p || k == vocab) {
+      nucleus_total_ = total;
+      return k;
+    }
+  }
+}
+
 int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
                         std::span<const int32_t> prompt_ids,
                         std::span<const int32_t> output_ids) {
@@ -93,8 +124,9 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
     candidates_[i] = {static_cast<float>(logits[i] / params_.temperature),
                       static_cast<int32_t>(i)};
   }
-  int64_t keep = vocab;
-  if (params_.top_k > 0 && params_.top_k < vocab) keep = params_.top_k;
+  nucleus_total_ = 0.0;
+  const int64_t keep = num_candidates(vocab);
+  if (keep == vocab && params_.top_p >= 1.0 && params_.min_p <= 0.0) return sample_unsorted();
   std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
   // Unnormalised probabilities of the kept candidates, best first.
   const float max = candidates_[0].first;
@@ -108,8 +140,12 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
     cut = i;
   }
   if (params_.top_p < 1.0) {
-    double total = 0.0;
-    for (int64_t i = 0; i < cut; ++i) total += probs[i];
+    // Mass is relative to what top-k / min-p kept, or to the whole
+    // vocabulary when only the nucleus was sorted.
+    double total = nucleus_total_;
+    if (total == 0.0) {
+      for (int64_t i = 0; i < cut; ++i) total += probs[i];
+    }
     double cumulative = 0.0;
     for (int64_t i = 0; i < cut; ++i) {
       cumulative += probs[i] / total;
@@ -127,6 +163,24 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
     if (r < 0.0) return candidates_[i].second;
   }
   return candidates_[cut - 1].second;
+}
+
+int32_t Sampler::sample_unsorted() {
+  // Plain temperature sampling: the order of the scan does not change the
+  // distribution, so the vocabulary is not sorted at all.
+  const float max = std::max_element(candidates_.begin(), candidates_.end(), better_value)->first;
+  probs_.resize(candidates_.size());
+  double total = 0.0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    probs_[i] = std::exp(static_cast<double>(candidates_[i].first - max));
+    total += probs_[i];
+  }
+  double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    r -= probs_[i];
+    if (r < 0.0) return candidates_[i].second;
+  }
+  return candidates_.back().second;
 }
 
 }  // namespace strata::sampling

@@ -53,7 +53,14 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<float> processed_;                       // scratch [vocab]
+  // How many best candidates the sampling below needs sorted (top-k, min-p's
+  // survivors, or a prefix holding the top-p nucleus); vocab = none.
+  int64_t num_candidates(int64_t vocab);
+  int32_t sample_unsorted();
+
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch
+  std::vector<double> probs_;                          // scratch
+  double nucleus_total_ = 0.0;  // whole-vocabulary mass when only the nucleus was sorted
 };
 
 int32_t argmax(const float* logits, int64_t vocab);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
+
 #include <cmath>
 #include <map>
 #include <vector>
@@ -50,6 +53,42 @@ TEST(SamplerTest, TopPKeepsSmallestNucleus) {
   for (int i = 0; i < 2000; ++i) seen[s.sample(logits.data(), 3)]++;
   EXPECT_EQ(seen.count(2), 0u);
   EXPECT_GT(seen[1], 300);
+}
+
+// A large vocabulary (as Qwen's 152K) where only the nucleus is sorted: the
+// tokens sampled must be exactly those of the naive full-sort nucleus.
+TEST(SamplerTest, LargeVocabularyNucleusMatchesFullSort) {
+  const int64_t vocab = 50000;
+  std::mt19937 gen(5);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> logits(vocab);
+  for (float& l : logits) l = noise(gen);
+  for (int i = 0; i < 40; ++i) logits[(i * 7919) % vocab] += 16.0f - 0.1f * i;  // a peaked head
+  for (double top_p : {0.5, 0.9}) {
+    std::vector<std::pair<double, int32_t>> sorted;
+    double total = 0.0;
+    for (int64_t i = 0; i < vocab; ++i) total += std::exp(static_cast<double>(logits[i]));
+    for (int64_t i = 0; i < vocab; ++i) sorted.push_back({std::exp(double(logits[i])) / total, int32_t(i)});
+    std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    std::set<int32_t> nucleus;
+    double cumulative = 0.0;
+    for (const auto& [p, id] : sorted) {
+      nucleus.insert(id);
+      cumulative += p;
+      if (cumulative >= top_p) break;
+    }
+    Sampler s({.temperature = 1.0, .top_p = top_p, .seed = 9});
+    std::set<int32_t> seen;
+    for (int i = 0; i < 1500; ++i) seen.insert(s.sample(logits.data(), vocab));
+    for (int32_t t : seen) EXPECT_TRUE(nucleus.count(t)) << "token " << t << " top_p " << top_p;
+    EXPECT_LE(nucleus.size(), 40u);
+    EXPECT_GE(seen.size() * 10, nucleus.size() * 7) << "most of the nucleus is reachable";
+  }
+  // No truncation at all: every token may come, and the head dominates.
+  Sampler plain({.temperature = 1.0, .seed = 4});
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < 3000; ++i) counts[plain.sample(logits.data(), vocab)]++;
+  EXPECT_GT(counts[0], 150);  // logits[0] got the largest boost (~10% of the mass)
 }
 
 TEST(SamplerTest, MinPDropsUnlikelyTokens) {
