@@ -63,17 +63,29 @@ class ConnectorHarness : public ::testing::Test {
                                                            kBlockSize))
                     .ok());
   }
+  // What one step scheduled, captured before finished requests are released.
+  struct Scheduled {
+    std::string id;
+    int64_t num_computed_tokens = 0;
+    int64_t num_new_tokens = 0;
+  };
+  using StepResult = std::vector<Scheduled>;
+
   // Schedules and completes one step (sampling token 7 for every sampler).
-  SchedulerOutput step() {
+  StepResult step() {
     SchedulerOutput out = scheduler_.schedule();
+    StepResult result;
+    for (const ScheduledRequest& s : out.scheduled) {
+      result.push_back({s.request->request_id(), s.num_computed_tokens, s.num_new_tokens});
+    }
     std::vector<int32_t> sampled(out.scheduled.size(), 7);
     scheduler_.update_from_output(out, sampled);
     scheduler_.release_finished();
-    return out;
+    return result;
   }
-  static std::optional<ScheduledRequest> find(const SchedulerOutput& out, const std::string& id) {
-    for (const ScheduledRequest& s : out.scheduled) {
-      if (s.request->request_id() == id) return s;
+  static std::optional<Scheduled> find(const StepResult& out, const std::string& id) {
+    for (const Scheduled& s : out) {
+      if (s.id == id) return s;
     }
     return std::nullopt;
   }
@@ -88,11 +100,11 @@ TEST_F(ConnectorHarness, RetrySkipsTheRequestButNotTheOthers) {
   connector_.answers["a"] = {std::nullopt, std::nullopt, 0};
   add("a", 10);
   add("b", 6, 100);
-  SchedulerOutput s1 = step();
+  StepResult s1 = step();
   EXPECT_FALSE(find(s1, "a"));
   EXPECT_TRUE(find(s1, "b")) << "a retrying must not block b";
   EXPECT_FALSE(find(step(), "a"));
-  std::optional<ScheduledRequest> a = find(step(), "a");
+  std::optional<Scheduled> a = find(step(), "a");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->num_computed_tokens, 0);
   EXPECT_EQ(scheduler_.stats().external_queries_tokens, 10 + 6);  // retries are not queries
@@ -101,7 +113,7 @@ TEST_F(ConnectorHarness, RetrySkipsTheRequestButNotTheOthers) {
 TEST_F(ConnectorHarness, LoadParksTheRequestThenComputesTheRest) {
   connector_.answers["a"] = {8};
   add("a", 13);
-  SchedulerOutput s1 = step();
+  StepResult s1 = step();
   EXPECT_FALSE(find(s1, "a"));
   ASSERT_EQ(connector_.loads.size(), 1u);
   EXPECT_EQ(connector_.loads[0].num_computed, 0);
@@ -110,7 +122,7 @@ TEST_F(ConnectorHarness, LoadParksTheRequestThenComputesTheRest) {
   EXPECT_EQ(scheduler_.find("a")->status, RequestStatus::kWaitingForRemoteKvs);
   EXPECT_FALSE(find(step(), "a")) << "still loading";
   scheduler_.finish_kv_load("a", 8);
-  std::optional<ScheduledRequest> a = find(step(), "a");
+  std::optional<Scheduled> a = find(step(), "a");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->num_computed_tokens, 8);
   EXPECT_EQ(a->num_new_tokens, 5);
@@ -126,12 +138,12 @@ TEST_F(ConnectorHarness, LoadedBlocksAreSharedOnlyAfterTheCopy) {
   add("a", 13);
   step();
   add("b", 13);  // same prompt
-  std::optional<ScheduledRequest> b = find(step(), "b");
+  std::optional<Scheduled> b = find(step(), "b");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->num_computed_tokens, 0) << "a's blocks are still being written";
   scheduler_.finish_kv_load("a", 8);
   add("c", 13);
-  std::optional<ScheduledRequest> c = find(step(), "c");
+  std::optional<Scheduled> c = find(step(), "c");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->num_computed_tokens, 12) << "a's loaded blocks (and b's computed ones) are cached";
 }
@@ -161,9 +173,9 @@ TEST_F(ConnectorHarness, LoadedRequestsPassOneThePoolCannotTake) {
   step();
   ASSERT_EQ(connector_.loads.size(), 1u);
   scheduler_.finish_kv_load("a", 64);
-  SchedulerOutput s2 = step();
+  StepResult s2 = step();
   EXPECT_FALSE(find(s2, "b")) << "its first chunk needs 16 blocks; 12 are free";
-  std::optional<ScheduledRequest> a = find(s2, "a");
+  std::optional<Scheduled> a = find(s2, "a");
   ASSERT_TRUE(a);
   EXPECT_EQ(a->num_computed_tokens, 64);
   EXPECT_EQ(scheduler_.stats().external_queries_tokens, 80) << "b's failed admissions are not queries";
