@@ -42,14 +42,22 @@ const float* kv_row(const float* cache, const AttentionMetadata& md, const Paged
   return cache + (slot * p.num_kv_heads + kv_head) * p.head_dim;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) float dot(const float* a,
+// ifunc resolvers run before ThreadSanitizer's runtime starts and crash it, so
+// TSan builds use the portable code only.
+#if defined(__SANITIZE_THREAD__)
+#define STRATA_TARGET_CLONES
+#else
+#define STRATA_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
+STRATA_TARGET_CLONES float dot(const float* a,
                                                                       const float* b, int64_t n) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
   return sum;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void scale_add(
+STRATA_TARGET_CLONES void scale_add(
     float* acc, float acc_scale, const float* v, float v_weight, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] * acc_scale + v[i] * v_weight;
 }
@@ -57,7 +65,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void scale_add(
 // exp(x) for x <= 0 (softmax weights), vectorizable: 2^(x log2 e) split into
 // an integer power of two and a degree-6 polynomial on [-0.5, 0.5]; relative
 // error below 2e-7, and exactly 0 below -87.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void exp_nonpositive(float* x,
+STRATA_TARGET_CLONES void exp_nonpositive(float* x,
                                                                                int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float t = std::max(x[i], -87.0f) * 1.44269504088896341f;
