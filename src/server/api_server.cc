@@ -12,10 +12,14 @@
 namespace strata::server {
 namespace {
 
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+// `given` (from the client) against `key`: the time depends only on the
+// given string's length, never on where it differs or on the key's length.
+bool constant_time_equal(const std::string& given, const std::string& key) {
+  if (key.empty()) return given.empty();
+  size_t diff = given.size() ^ key.size();
+  for (size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ key[i % key.size()]);
+  }
   return diff == 0;
 }
 

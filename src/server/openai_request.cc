@@ -138,6 +138,25 @@ void validate_sampling(FieldReader& f, const SamplingFields& s) {
     f.fail(range_error(
         "min_tokens", "must be less than or equal to max_tokens=" + std::to_string(*s.max_tokens)));
   }
+  if (s.stop.size() > kMaxStopStrings) {
+    f.fail(range_error("stop", "may hold at most " + std::to_string(kMaxStopStrings) +
+                                   " strings, got " + std::to_string(s.stop.size())));
+  }
+  for (const std::string& stop : s.stop) {
+    if (stop.size() > kMaxStopStringBytes) {
+      f.fail(range_error("stop", "strings may be at most " + std::to_string(kMaxStopStringBytes) +
+                                     " bytes, got one of " + std::to_string(stop.size())));
+      break;
+    }
+  }
+  if (s.stop_token_ids.size() > kMaxStopTokenIds) {
+    f.fail(range_error("stop_token_ids", "may hold at most " + std::to_string(kMaxStopTokenIds) +
+                                             " ids, got " + std::to_string(s.stop_token_ids.size())));
+  }
+  if (s.logit_bias.size() > kMaxLogitBias) {
+    f.fail(range_error("logit_bias", "may hold at most " + std::to_string(kMaxLogitBias) +
+                                         " entries, got " + std::to_string(s.logit_bias.size())));
+  }
   if (s.prompt_logprobs && (*s.prompt_logprobs < -1 || *s.prompt_logprobs > kMaxLogprobs)) {
     f.fail(range_error("prompt_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
   }

@@ -26,6 +26,12 @@ namespace strata::server {
 
 inline constexpr int kMaxLogprobs = 20;  // vLLM's --max-logprobs default
 inline constexpr int kMaxN = 128;
+// Bounds on list fields, so one request cannot make the server do unbounded
+// work per token (documented in SECURITY.md).
+inline constexpr size_t kMaxStopStrings = 64;
+inline constexpr size_t kMaxStopStringBytes = 4096;
+inline constexpr size_t kMaxStopTokenIds = 1024;
+inline constexpr size_t kMaxLogitBias = 4096;
 
 // Fields shared by completions and chat (OpenAI + vLLM extras). Absent
 // optionals take the server's defaults (generation_config.json, then neutral).

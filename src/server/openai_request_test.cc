@@ -72,6 +72,24 @@ TEST(CompletionRequest, NullAndUnknownFieldsAreIgnored) {
   EXPECT_FALSE(r->sampling.temperature.has_value());
 }
 
+TEST(CompletionRequest, ListFieldsAreBounded) {
+  std::string stops = "[";
+  for (size_t i = 0; i <= kMaxStopStrings; ++i) stops += std::string(i ? "," : "") + "\"s\"";
+  stops += "]";
+  auto r = parse_completion_request(R"({"prompt":"x","stop":)" + stops + "}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("at most 64 strings"), std::string::npos) << r.error().message;
+  auto long_stop = parse_completion_request(R"({"prompt":"x","stop":")" + std::string(5000, 'a') +
+                                            R"("})");
+  ASSERT_FALSE(long_stop.ok());
+  EXPECT_NE(long_stop.error().message.find("at most 4096 bytes"), std::string::npos);
+  std::string ids = "[";
+  for (size_t i = 0; i <= kMaxStopTokenIds; ++i) ids += std::string(i ? "," : "") + "1";
+  ids += "]";
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","stop_token_ids":)" + ids + "}").ok());
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","stop":["a","b"]})").ok());
+}
+
 TEST(CompletionRequest, KvTransferParams) {
   auto r = parse_completion_request(
       R"({"prompt":"x","kv_transfer_params":{"remote_host":"10.0.0.2","remote_port":5710,)"
