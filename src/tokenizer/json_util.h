@@ -22,6 +22,24 @@ inline std::string json_string(const nlohmann::json& j, const char* key,
 }
 inline std::string json_type(const nlohmann::json& j) { return json_string(j, "type", ""); }
 
+// Largest token id accepted from a tokenizer.json: ids index dense tables, so a
+// stray 2e9 would allocate gigabytes; real vocabularies stay far below 2^24.
+inline constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
+// A token id: a JSON integer in [0, kMaxTokenId]. `what` names it in the error.
+// (json::get<int32_t> on a float such as 1e76 or on 2^40 is undefined/truncating.)
+inline StatusOr<int32_t> json_token_id(const nlohmann::json& j, const std::string& what) {
+  const bool in_range =
+      j.is_number_unsigned()
+          ? j.get<uint64_t>() <= static_cast<uint64_t>(kMaxTokenId)
+          : j.is_number_integer() && j.get<int64_t>() >= 0 && j.get<int64_t>() <= kMaxTokenId;
+  if (!in_range) {
+    return invalid_argument(what + ": token id " + j.dump() + " is not an integer in [0, " +
+                            std::to_string(kMaxTokenId) + "]");
+  }
+  return static_cast<int32_t>(j.get<int64_t>());
+}
+
 // HF patterns are {"String": "literal"} or {"Regex": "pattern"}.
 inline StatusOr<Regex> json_pattern(const nlohmann::json& j, const std::string& component) {
   auto it = j.find("pattern");

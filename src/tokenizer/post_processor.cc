@@ -15,12 +15,18 @@ StatusOr<std::vector<int32_t>> template_ids(const nlohmann::json& config, const 
     return invalid_argument("post_processor TemplateProcessing: special token '" + name +
                             "' is not in special_tokens");
   }
-  return (*specials)[name].at("ids").get<std::vector<int32_t>>();
+  std::vector<int32_t> ids;
+  for (const nlohmann::json& id_json : (*specials)[name].at("ids")) {
+    STRATA_ASSIGN_OR_RETURN(int32_t id,
+                            json_token_id(id_json, "post_processor special token '" + name + "'"));
+    ids.push_back(id);
+  }
+  return ids;
 }
 
 // [cls_or_sep_name, id] pairs used by Roberta/Bert processing.
-int32_t pair_id(const nlohmann::json& config, const char* key) {
-  return config.at(key).at(1).get<int32_t>();
+StatusOr<int32_t> pair_id(const nlohmann::json& config, const char* key) {
+  return json_token_id(config.at(key).at(1), std::string("post_processor ") + key);
 }
 
 }  // namespace
@@ -47,8 +53,10 @@ Status PostProcessor::add(const nlohmann::json& config) {
   }
   if (type == "ByteLevel") return Status();
   if (type == "RobertaProcessing" || type == "BertProcessing") {
-    before.push_back(pair_id(config, "cls"));
-    after.push_back(pair_id(config, "sep"));
+    STRATA_ASSIGN_OR_RETURN(int32_t cls_id, pair_id(config, "cls"));
+    STRATA_ASSIGN_OR_RETURN(int32_t sep_id, pair_id(config, "sep"));
+    before.push_back(cls_id);
+    after.push_back(sep_id);
   } else if (type == "TemplateProcessing") {
     bool seen_sequence = false;
     for (const auto& item : config.at("single")) {

@@ -41,7 +41,10 @@ StatusOr<std::unique_ptr<BpeModel>> parse_model(const json& model) {
     return unimplemented("BPE dropout is not supported (inference tokenizers have none)");
   }
   Vocab vocab;
-  for (const auto& [token, id] : model.at("vocab").items()) vocab.emplace(token, id.get<int32_t>());
+  for (const auto& [token, id_json] : model.at("vocab").items()) {
+    STRATA_ASSIGN_OR_RETURN(int32_t id, json_token_id(id_json, "BPE vocab: token '" + token + "'"));
+    vocab.emplace(token, id);
+  }
   STRATA_ASSIGN_OR_RETURN(MergeList merges, parse_merges(model.value("merges", json::array())));
   BpeOptions options;
   if (model.contains("unk_token") && model["unk_token"].is_string()) {
@@ -57,14 +60,18 @@ StatusOr<std::unique_ptr<BpeModel>> parse_model(const json& model) {
   return std::make_unique<BpeModel>(std::move(bpe));
 }
 
-std::vector<AddedToken> parse_added_tokens(const json& list, const BpeModel& model) {
+StatusOr<std::vector<AddedToken>> parse_added_tokens(const json& list, const BpeModel& model) {
   std::vector<AddedToken> out;
   for (const json& j : list) {
     AddedToken t;
     t.content = j.at("content").get<std::string>();
     if (t.content.empty()) continue;  // HF ignores empty added tokens
     const auto in_vocab = model.token_to_id(t.content);
-    t.id = in_vocab ? *in_vocab : j.at("id").get<int32_t>();
+    if (in_vocab) {
+      t.id = *in_vocab;
+    } else {
+      STRATA_ASSIGN_OR_RETURN(t.id, json_token_id(j.at("id"), "added token '" + t.content + "'"));
+    }
     t.special = json_bool(j, "special", false);
     t.single_word = json_bool(j, "single_word", false);
     t.lstrip = json_bool(j, "lstrip", false);
@@ -124,7 +131,9 @@ StatusOr<Tokenizer> build_from_json(const json& root, const std::string& name, c
   STRATA_ASSIGN_OR_RETURN(parts.decoder, make_decoder(root.value("decoder", json())));
   STRATA_ASSIGN_OR_RETURN(parts.post_processor,
                           PostProcessor::from_json(root.value("post_processor", json())));
-  parts.added_tokens = parse_added_tokens(root.value("added_tokens", json::array()), *parts.model);
+  STRATA_ASSIGN_OR_RETURN(
+      parts.added_tokens,
+      parse_added_tokens(root.value("added_tokens", json::array()), *parts.model));
   const PostProcessor post = parts.post_processor;
   Tokenizer tokenizer = TokenizerBuilder::build(std::move(parts));
   int32_t bos = -1, eos = -1;

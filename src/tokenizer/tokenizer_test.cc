@@ -57,6 +57,33 @@ TEST(Utf8, LossyReplacesMaximalSubparts) {
   EXPECT_EQ(utf8_incomplete_tail("a\xE4\xBD\xA0"), 0u);
 }
 
+// Regression (fuzz_tokenizer_json): a vocab id of 1e76 reached
+// json::get<int32_t>(), undefined behaviour (UBSan: "1e+76 is outside the
+// range of representable values of type 'int'"); 2^31-1 overflowed max_id + 1
+// and huge ids sized dense tables. Every id must be an integer in [0, 2^24).
+TEST(TokenizerJson, RejectsTokenIdsThatAreNotSmallIntegers) {
+  const std::vector<json> bad_ids = {json(1e76),       json(1.5),
+                                     json(-1),         json(int64_t{1} << 40),
+                                     json(2147483647), json(int64_t{1} << 24),
+                                     json("3")};
+  for (const json& bad_id : bad_ids) {
+    json in_vocab = byte_level_json(kWordMerges);
+    in_vocab["model"]["vocab"]["zz"] = bad_id;
+    json in_added = byte_level_json(kWordMerges);
+    in_added["added_tokens"][0]["id"] = bad_id;
+    json in_post = byte_level_json(kWordMerges);
+    in_post["post_processor"] = {
+        {"type", "BertProcessing"}, {"cls", {"[CLS]", bad_id}}, {"sep", {"[SEP]", 1}}};
+    for (const json& j : {in_vocab, in_added, in_post}) {
+      auto t = Tokenizer::from_json(j.dump(), "test");
+      ASSERT_FALSE(t.ok()) << bad_id.dump();
+      EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().to_string();
+      EXPECT_NE(t.status().message().find("token id " + bad_id.dump()), std::string::npos)
+          << t.status().to_string();
+    }
+  }
+}
+
 TEST(ByteLevelBpe, MergesByRankAndRoundTrips) {
   Tokenizer t = load(byte_level_json(kWordMerges));
   const auto ids = t.encode("hello world", false);
