@@ -9,6 +9,8 @@
 
 namespace strata::chat_template {
 
+size_t Dict::size() const { return entries_.size(); }
+
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [k, v] : entries_) {
     if (k == key) return &v;

@@ -37,7 +37,7 @@ class Dict {
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
   // The value of the entry at `index` (insertion position), for in-place updates.
   Value& value_at(size_t index);
-  size_t size() const { return entries_.size(); }
+  size_t size() const;  // out of line: Value is incomplete here (clang)
 
  private:
   std::vector<std::pair<std::string, Value>> entries_;
