@@ -33,6 +33,8 @@ summary=()
 num_crashed=0
 for target in "${targets[@]}"; do
   out="$out_root/$target"
+  # Artifacts of earlier runs would be counted as this run's crashes.
+  rm -rf "$out/artifacts"
   mkdir -p "$out/new" "$out/artifacts"
   log="$out/fuzz.log"
   status=0

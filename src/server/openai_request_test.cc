@@ -72,6 +72,19 @@ TEST(CompletionRequest, NullAndUnknownFieldsAreIgnored) {
   EXPECT_FALSE(r->sampling.temperature.has_value());
 }
 
+// Found by fuzz_openai_request: integers outside int64 were converted with
+// undefined behaviour; they are wrong types now.
+TEST(CompletionRequest, HugeIntegersAreRejectedNotConverted) {
+  for (const char* body : {R"({"prompt":"x","n":18446744073709551615})",
+                           R"({"prompt":"x","seed":1e300})", R"({"prompt":"x","max_tokens":-1e19})"}) {
+    auto r = parse_completion_request(body);
+    EXPECT_FALSE(r.ok()) << body;
+  }
+  auto ok = parse_completion_request(R"({"prompt":"x","max_tokens":5.0})");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok->sampling.max_tokens, 5);
+}
+
 TEST(CompletionRequest, ListFieldsAreBounded) {
   std::string stops = "[";
   for (size_t i = 0; i <= kMaxStopStrings; ++i) stops += std::string(i ? "," : "") + "\"s\"";

@@ -1,5 +1,7 @@
 #include "server/request_json.h"
 
+#include <cmath>
+
 #include <limits>
 
 namespace strata::server {
@@ -99,8 +101,11 @@ std::optional<int64_t> FieldReader::integer(std::string_view name) {
   if (e->get_int64().get(v) == simdjson::SUCCESS) return v;
   double d = 0;
   // Python clients may send 5.0; accept integral doubles as vLLM's pydantic does.
-  if (e->get_double().get(d) == simdjson::SUCCESS && d == static_cast<double>(int64_t(d)) &&
-      e->type() == simdjson::dom::element_type::DOUBLE) {
+  // The range check comes first: converting a double outside int64's range
+  // (1e300, or a uint64 like 2^64-1) is undefined behaviour (found by fuzzing).
+  if (e->type() == simdjson::dom::element_type::DOUBLE &&
+      e->get_double().get(d) == simdjson::SUCCESS && d >= -9223372036854775808.0 &&
+      d < 9223372036854775808.0 && d == std::floor(d)) {
     return static_cast<int64_t>(d);
   }
   wrong_type(name, "an integer", *e);
