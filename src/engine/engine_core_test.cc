@@ -4,6 +4,7 @@
 // by tools/reference/make_checkpoint.py (ctest fixture; its next-token
 // distributions are peaked so numerical noise cannot flip a greedy choice).
 #include "engine/engine_core.h"
+#include "engine/test_model_fixture.h"
 
 #include <gtest/gtest.h>
 
@@ -16,29 +17,8 @@
 namespace strata::engine {
 namespace {
 
-std::string model_dir() {
-  const char* dir = std::getenv("STRATA_TEST_MODEL_DIR");
-  return dir == nullptr ? "" : dir;
-}
-
-class EngineInvariantTest : public ::testing::Test {
+class EngineInvariantTest : public testing::TestModelFixture {
  protected:
-  static void SetUpTestSuite() {
-    if (model_dir().empty()) return;
-    StatusOr<model::ModelFiles> files = model::open_model(model_dir());
-    ASSERT_TRUE(files.ok()) << files.status().to_string();
-    StatusOr<std::unique_ptr<model::Model>> m = model::Model::load(std::move(*files));
-    ASSERT_TRUE(m.ok()) << m.status().to_string();
-    model_ = m->release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
-  }
-  void SetUp() override {
-    if (model_ == nullptr) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
-  }
-
   static EngineConfig config(int64_t num_blocks, bool caching = true) {
     EngineConfig c;
     c.block_size = 4;
@@ -74,23 +54,6 @@ class EngineInvariantTest : public ::testing::Test {
     return r;
   }
 
-  static std::vector<int32_t> random_prompt(int n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(3, static_cast<int32_t>(model_->vocab_size() - 1));
-    std::vector<int32_t> p(n);
-    for (int32_t& t : p) t = pick(rng);
-    return p;
-  }
-
-  static EngineRequest greedy(const std::string& id, std::vector<int32_t> prompt, int max_tokens) {
-    EngineRequest r;
-    r.request_id = id;
-    r.prompt_token_ids = std::move(prompt);
-    r.sampling.temperature = 0.0;
-    r.stop.max_tokens = max_tokens;
-    return r;
-  }
-
   // 16 requests of mixed lengths; some share a prefix.
   static std::vector<EngineRequest> mixed_batch() {
     std::vector<EngineRequest> reqs;
@@ -103,10 +66,7 @@ class EngineInvariantTest : public ::testing::Test {
     return reqs;
   }
 
-  static model::Model* model_;
 };
-
-model::Model* EngineInvariantTest::model_ = nullptr;
 
 TEST_F(EngineInvariantTest, AloneEqualsInsideBatch) {
   std::vector<EngineRequest> batch = mixed_batch();

@@ -18,17 +18,13 @@
 #include <random>
 
 #include "engine/engine_core.h"
+#include "engine/test_model_fixture.h"
 #include "offload/tiers/s3_test_server.h"
 
 namespace strata::engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string model_dir() {
-  const char* dir = std::getenv("STRATA_TEST_MODEL_DIR");
-  return dir == nullptr ? "" : dir;
-}
 
 const offload::TierStats& tier(const EngineStats& s, const std::string& name) {
   for (const offload::TierStats& t : s.offload.tiers) {
@@ -47,22 +43,11 @@ std::vector<fs::path> chunk_files(const std::string& root) {
   return out;
 }
 
-class TieredKvTest : public ::testing::Test {
+class TieredKvTest : public testing::TestModelFixture {
  protected:
-  static void SetUpTestSuite() {
-    if (model_dir().empty()) return;
-    StatusOr<model::ModelFiles> files = model::open_model(model_dir());
-    ASSERT_TRUE(files.ok()) << files.status().to_string();
-    StatusOr<std::unique_ptr<model::Model>> m = model::Model::load(std::move(*files));
-    ASSERT_TRUE(m.ok()) << m.status().to_string();
-    model_ = m->release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    model_ = nullptr;
-  }
   void SetUp() override {
-    if (model_ == nullptr) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+    TestModelFixture::SetUp();
+    if (IsSkipped()) return;
     char tmpl[] = "/tmp/strata-tiered-kv-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
@@ -105,24 +90,6 @@ class TieredKvTest : public ::testing::Test {
     return c;
   }
 
-  static std::vector<int32_t> random_prompt(int n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(3, static_cast<int32_t>(model_->vocab_size() - 1));
-    std::vector<int32_t> p(n);
-    for (int32_t& t : p) t = pick(rng);
-    return p;
-  }
-
-  static EngineRequest greedy(const std::string& id, std::vector<int32_t> prompt, int max_tokens) {
-    EngineRequest r;
-    r.request_id = id;
-    r.prompt_token_ids = std::move(prompt);
-    r.sampling.temperature = 0.0;
-    r.stop.max_tokens = max_tokens;
-    r.stop.ignore_eos = true;
-    return r;
-  }
-
   // One engine kept across several batches (the "server" lifetime).
   struct Session {
     ThreadPool pool{2};
@@ -163,11 +130,12 @@ class TieredKvTest : public ::testing::Test {
     return out;
   }
 
-  static model::Model* model_;
+  static EngineRequest greedy(const std::string& id, std::vector<int32_t> prompt, int max_tokens) {
+    return TestModelFixture::greedy(id, std::move(prompt), max_tokens, /*ignore_eos=*/true);
+  }
+
   std::string root_;
 };
-
-model::Model* TieredKvTest::model_ = nullptr;
 
 TEST_F(TieredKvTest, HostTierReloadEqualsRecompute) {
   EngineRequest r = greedy("long", random_prompt(150, 1), 12);
