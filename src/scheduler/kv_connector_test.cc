@@ -141,11 +141,21 @@ TEST_F(ConnectorHarness, LoadedBlocksAreSharedOnlyAfterTheCopy) {
   std::optional<Scheduled> b = find(step(), "b");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->num_computed_tokens, 0) << "a's blocks are still being written";
+}
+
+TEST_F(ConnectorHarness, FinishKvLoadMakesTheLoadedBlocksFindable) {
+  connector_.answers["a"] = {8};
+  add("a", 13);
+  step();
+  const Request* a = scheduler_.find("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(kv_.get_computed_blocks(a->block_hashes(), 13).num_computed_tokens, 0);
   scheduler_.finish_kv_load("a", 8);
-  add("c", 13);
-  std::optional<Scheduled> c = find(step(), "c");
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->num_computed_tokens, 12) << "a's loaded blocks (and b's computed ones) are cached";
+  const kv::ComputedBlocks hit = kv_.get_computed_blocks(a->block_hashes(), 13);
+  EXPECT_EQ(hit.num_computed_tokens, 8) << "the two loaded blocks, before a computes anything";
+  const std::vector<int32_t>& table = kv_.block_ids(a->key());
+  ASSERT_GE(table.size(), 2u);
+  EXPECT_EQ(hit.block_ids, std::vector<int32_t>(table.begin(), table.begin() + 2));
 }
 
 TEST_F(ConnectorHarness, FinishedWhileLoadingFreesBlocksWhenTheCopyEnds) {
