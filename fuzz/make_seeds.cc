@@ -1,4 +1,4 @@
-// Writes the generated seed inputs for fuzz_chunk_header, fuzz_p2p_protocol
+// Writes the generated seed inputs for fuzz_chunk_header, fuzz_s3_response, fuzz_p2p_protocol,
 // fuzz_tokenizer_json, fuzz_safetensors_header and fuzz_gguf (valid encodings from the real
 // encoders, plus near-valid variants) into the directory given as argv[1] (normally fuzz/corpus).
 // Run by hand when the wire formats change: build/release/fuzz/fuzz_make_seeds fuzz/corpus
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "chunk_fixture.h"
 #include "model/loader/test_files.h"
 #include "offload/tiers/chunk_format.h"
 #include "offload/tiers/p2p_protocol.h"
@@ -37,21 +38,21 @@ std::vector<uint8_t> selected(uint8_t selector, std::span<const uint8_t> body) {
   return out;
 }
 
-void write_chunk_seeds(const std::filesystem::path& dir) {
-  // Must match fuzz_chunk_header.cc.
-  offload::ChunkFormat format;
-  format.model_fingerprint = "fuzz-model";
-  format.num_layers = 1;
-  format.num_kv_heads = 1;
-  format.head_dim = 2;
-  format.block_size = 2;
-  const offload::ChunkKey key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+// A valid chunk file (header + payload) for the fuzz fixture's key and format.
+std::vector<uint8_t> valid_chunk_file() {
+  const offload::ChunkFormat format = strata::fuzz::fuzz_chunk_format();
   std::vector<uint8_t> payload(static_cast<size_t>(format.payload_bytes()));
   for (size_t byte_idx = 0; byte_idx < payload.size(); ++byte_idx) payload[byte_idx] = byte_idx * 7;
   std::vector<uint8_t> file(offload::kHeaderBytes);
-  encode_chunk_header(format, key, payload, std::span<uint8_t, offload::kHeaderBytes>(file));
-  write_file(dir / "header_only", file);
+  encode_chunk_header(format, strata::fuzz::kFuzzChunkKey, payload,
+                      std::span<uint8_t, offload::kHeaderBytes>(file));
   file.insert(file.end(), payload.begin(), payload.end());
+  return file;
+}
+
+void write_chunk_seeds(const std::filesystem::path& dir) {
+  const std::vector<uint8_t> file = valid_chunk_file();
+  write_file(dir / "header_only", std::span(file).first(offload::kHeaderBytes));
   write_file(dir / "valid_chunk", file);
   std::vector<uint8_t> corrupt = file;
   corrupt.back() ^= 0x01;
@@ -60,6 +61,63 @@ void write_chunk_seeds(const std::filesystem::path& dir) {
   corrupt = file;
   corrupt[0] ^= 0xff;
   write_file(dir / "bad_magic", corrupt);
+}
+
+// fuzz_s3_response inputs: a selector byte (0 GET, 1 HEAD, 2 list, 3 DELETE)
+// and the raw HTTP response.
+void write_s3_response_seeds(const std::filesystem::path& dir) {
+  const std::vector<uint8_t> object = valid_chunk_file();
+  const std::string object_text(object.begin(), object.end());
+  const auto response = [](char selector, const std::string& status_line,
+                           const std::string& headers, const std::string& body) {
+    const std::string text = std::string(1, selector) + "HTTP/1.1 " + status_line + "\r\n" +
+                             headers + "\r\n" + body;
+    return std::vector<uint8_t>(text.begin(), text.end());
+  };
+  const auto length = [](size_t n) { return "Content-Length: " + std::to_string(n) + "\r\n"; };
+  write_file(dir / "get_valid_object",
+             response(0, "200 OK", length(object.size()), object_text));
+  std::string flipped = object_text;
+  flipped.back() ^= 0x01;
+  write_file(dir / "get_payload_bit_flip", response(0, "200 OK", length(object.size()), flipped));
+  write_file(dir / "get_cut_short",
+             response(0, "200 OK", length(object.size()), object_text.substr(0, 50)));
+  write_file(dir / "get_too_long",
+             response(0, "200 OK", length(object.size() + 8), object_text + "12345678"));
+  write_file(dir / "get_short_but_complete",
+             response(0, "200 OK", length(40), object_text.substr(0, 40)));
+  std::string chunked;
+  for (size_t offset = 0; offset < object_text.size(); offset += 37) {
+    const std::string piece = object_text.substr(offset, 37);
+    char size_line[16];
+    std::snprintf(size_line, sizeof(size_line), "%zx\r\n", piece.size());
+    chunked += size_line + piece + "\r\n";
+  }
+  chunked += "0\r\n\r\n";
+  write_file(dir / "get_chunked", response(0, "200 OK", "Transfer-Encoding: chunked\r\n", chunked));
+  const std::string no_such_key =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code><Message>The "
+      "specified key does not exist.</Message><Key>ns/abc/de/object.kv</Key></Error>";
+  write_file(dir / "get_404_no_such_key",
+             response(0, "404 Not Found", length(no_such_key.size()), no_such_key));
+  const std::string bad_xml = "<Error><Code>InternalError</Code><Message>unterminated";
+  write_file(dir / "get_500_unterminated_xml",
+             response(0, "500 Internal Server Error", length(bad_xml.size()), bad_xml));
+  write_file(dir / "head_ok", response(1, "200 OK", length(object.size()), ""));
+  write_file(dir / "head_404", response(1, "404 Not Found", length(0), ""));
+  const std::string listing =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult><Name>fuzz-bucket</Name>"
+      "<Prefix>ns/</Prefix><KeyCount>1</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>true"
+      "</IsTruncated><Contents><Key>ns/abc/de/object.kv</Key><Size>120</Size></Contents>"
+      "</ListBucketResult>";
+  write_file(dir / "list_ok", response(2, "200 OK", length(listing.size()), listing));
+  const std::string denied =
+      "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated "
+      "does not match the signature you provided.</Message></Error>";
+  write_file(dir / "list_403_signature", response(2, "403 Forbidden", length(denied.size()), denied));
+  write_file(dir / "delete_204", response(3, "204 No Content", "", ""));
+  write_file(dir / "continue_then_close", response(0, "100 Continue", "", ""));
+  write_file(dir / "not_http", std::vector<uint8_t>{0, 'S', 'S', 'H', '-', '2', '.', '0', '\n'});
 }
 
 void write_p2p_seeds(const std::filesystem::path& dir) {
@@ -142,6 +200,7 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path corpus(argv[1]);
   write_chunk_seeds(corpus / "fuzz_chunk_header");
+  write_s3_response_seeds(corpus / "fuzz_s3_response");
   write_p2p_seeds(corpus / "fuzz_p2p_protocol");
   write_tokenizer_seeds(corpus / "fuzz_tokenizer_json");
   write_model_file_seeds(corpus);

@@ -12,8 +12,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 seconds="${1:-600}"
 shift || true
-all_targets=(fuzz_kv_transfer_config fuzz_chunk_header fuzz_p2p_protocol fuzz_openai_request
-             fuzz_chat_template fuzz_safetensors_header fuzz_gguf fuzz_tokenizer_json)
+all_targets=(fuzz_kv_transfer_config fuzz_chunk_header fuzz_s3_response fuzz_p2p_protocol
+             fuzz_openai_request fuzz_chat_template fuzz_safetensors_header
+             fuzz_safetensors_index fuzz_gguf fuzz_tokenizer_json)
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then targets=("${all_targets[@]}"); fi
 
@@ -37,9 +38,11 @@ for target in "${targets[@]}"; do
   rm -rf "$out/artifacts"
   mkdir -p "$out/new" "$out/artifacts"
   log="$out/fuzz.log"
+  # Run a copy so that rebuilding build-fuzz/ during a long run is safe.
+  cp "$build_dir/fuzz/$target" "$out/$target"
   status=0
   # The scratch dir comes first: libFuzzer adds new inputs to the first corpus dir.
-  UBSAN_OPTIONS=print_stacktrace=1 "$build_dir/fuzz/$target" \
+  UBSAN_OPTIONS=print_stacktrace=1 "$out/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/" "$out/new" "fuzz/corpus/$target" >"$log" 2>&1 || status=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")

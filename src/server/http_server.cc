@@ -5,12 +5,14 @@
 #include <utility>
 // clang-format on
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <deque>
 
 #include "base/log.h"
+#include "server/json_writer.h"
 
 namespace strata::server {
 namespace net = boost::asio;
@@ -34,6 +36,8 @@ const char* reason_phrase(int status) {
       return "Method Not Allowed";
     case 413:
       return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
     case 500:
       return "Internal Server Error";
     case 501:
@@ -43,6 +47,17 @@ const char* reason_phrase(int status) {
     default:
       return "Unknown";
   }
+}
+
+constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
+constexpr int kLingerSeconds = 2;
+
+// A request the parser rejected (as opposed to a client that went away or
+// timed out): it gets a 400 (431 for an oversized header) before the close.
+bool is_malformed_request(beast::error_code ec) {
+  static const auto& http_category = http::make_error_code(http::error::bad_version).category();
+  return ec && ec.category() == http_category && ec != http::error::end_of_stream &&
+         ec != http::error::partial_message && ec != http::error::need_more;
 }
 
 std::string status_line(int status) {
@@ -101,6 +116,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_body();
   void on_read(beast::error_code ec, size_t bytes);
   void reply_too_large();
+  void reply_malformed(beast::error_code ec);
+  void reply_unparsed(int status, const std::string& type, const std::string& message);
+  void linger_then_close();
   void dispatch();
   void start_watch();
   void on_watch(beast::error_code ec, size_t bytes);
@@ -122,6 +140,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool response_done_ = true;
   bool streaming_ = false;
   bool closed_ = false;
+  bool linger_on_close_ = false;  // the client may still be sending (unread request bytes)
+  std::array<char, 4096> drain_buf_;
   bool watching_ = false;
   bool want_next_read_ = false;
   bool close_after_write_ = false;
@@ -134,7 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
 void Session::do_read() {
   parser_.emplace();
   parser_->body_limit(static_cast<uint64_t>(options_.max_body_bytes));
-  parser_->header_limit(64 * 1024);
+  parser_->header_limit(kMaxHeaderBytes);
   stream_.expires_after(std::chrono::seconds(options_.idle_timeout_s));
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&Session::on_header, shared_from_this()));
@@ -144,6 +164,7 @@ void Session::do_read() {
 // for the interim answer unless it gets one.
 void Session::on_header(beast::error_code ec, size_t) {
   if (ec == http::error::body_limit) return reply_too_large();
+  if (is_malformed_request(ec)) return reply_malformed(ec);
   if (ec) return close();
   if (!beast::iequals(parser_->get()[http::field::expect], "100-continue")) return read_body();
   static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -160,16 +181,51 @@ void Session::read_body() {
 }
 
 void Session::reply_too_large() {
+  reply_unparsed(413, "RequestEntityTooLargeError",
+                 "request body exceeds " + std::to_string(options_.max_body_bytes) + " bytes");
+}
+
+void Session::reply_malformed(beast::error_code ec) {
+  if (ec == http::error::header_limit) {
+    return reply_unparsed(431, "BadRequestError",
+                          "request header exceeds " + std::to_string(kMaxHeaderBytes) + " bytes");
+  }
+  reply_unparsed(400, "BadRequestError", "malformed HTTP request: " + ec.message());
+}
+
+// An answer to a request that was never fully read: the connection closes
+// after it (the rest of the request cannot be found in the byte stream).
+void Session::reply_unparsed(int status, const std::string& type, const std::string& message) {
   ++seq_;
   response_done_ = false;
   keep_alive_ = false;
-  reply(seq_, 413, "application/json",
-        R"({"error":{"message":"request body exceeds )" + std::to_string(options_.max_body_bytes) +
-            R"( bytes","type":"RequestEntityTooLargeError","param":null,"code":413}})");
+  is_head_ = false;
+  linger_on_close_ = true;
+  JsonWriter body;
+  body.begin_object().key("error").begin_object();
+  body.key("message").value(message).key("type").value(type).key("param").null();
+  body.key("code").value(status).end_object().end_object();
+  reply(seq_, status, "application/json", body.str());
+}
+
+// Closing a socket whose receive queue holds unread bytes makes the kernel
+// send a reset, which can destroy the answer before the client reads it. So
+// stop sending, read and discard what the client still sends for a bounded
+// time, then close.
+void Session::linger_then_close() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.expires_after(std::chrono::seconds(kLingerSeconds));
+  stream_.async_read_some(net::buffer(drain_buf_),
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            if (ec) return self->close();
+                            self->linger_then_close();
+                          });
 }
 
 void Session::on_read(beast::error_code ec, size_t) {
   if (ec == http::error::body_limit) return reply_too_large();
+  if (is_malformed_request(ec)) return reply_malformed(ec);
   if (ec) return close();
   dispatch();
 }
@@ -276,7 +332,7 @@ void Session::on_write(beast::error_code ec, size_t) {
   if (ec) return client_gone();
   if (!queue_.empty()) return flush();
   if (!response_done_ || closed_) return;
-  if (close_after_write_) return close();
+  if (close_after_write_) return linger_on_close_ ? linger_then_close() : close();
   // The answer is out: read the next request once the watch read is cancelled.
   if (watching_) {
     want_next_read_ = true;

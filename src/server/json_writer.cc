@@ -3,12 +3,17 @@
 #include <charconv>
 #include <cmath>
 
+#include "tokenizer/utf8.h"
+
 namespace strata::server {
 
 void append_json_escaped(std::string_view s, std::string* out) {
+  // JSON text is UTF-8: bytes that are not (from a request echoed in an error
+  // message, a URL) become U+FFFD, as from_utf8_lossy does.
+  if (!tokenizer::is_valid_utf8(s)) return append_json_escaped(tokenizer::utf8_lossy(s), out);
   static constexpr char kHex[] = "0123456789abcdef";
   for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
+    const auto u = static_cast<unsigned char>(c);
     switch (c) {
       case '"':
         out->append("\\\"");

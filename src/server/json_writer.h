@@ -48,7 +48,9 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-// Appends `s` JSON-escaped (without quotes) to `out`.
+// Appends `s` JSON-escaped (without quotes) to `out`; invalid UTF-8 in `s`
+// becomes U+FFFD (one per maximal invalid subpart), so the output is always
+// valid JSON.
 void append_json_escaped(std::string_view s, std::string* out);
 // Shortest round-trip text for a double ("null" for NaN/Inf).
 std::string json_number(double v);

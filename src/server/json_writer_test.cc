@@ -23,6 +23,17 @@ TEST(JsonWriter, EscapesControlCharactersAndQuotes) {
   EXPECT_EQ(w.str(), "\"a\\\"b\\\\c\\n\\t\\u0001/é\"");
 }
 
+// Found by the soak test: error messages echo request bytes (a prompt of
+// "\xff\xfe", a URL path), and raw invalid UTF-8 made the body invalid JSON.
+TEST(JsonWriter, InvalidUtf8BecomesReplacementCharacters) {
+  JsonWriter w;
+  w.value(std::string("a\xff\xfe") + "é" + "\xe2\x82" + "z\xed\xa0\x80");
+  EXPECT_EQ(w.str(), "\"a\xEF\xBF\xBD\xEF\xBF\xBDé\xEF\xBF\xBDz\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
+  std::string key_out;
+  append_json_escaped("\xc0\xaf\"", &key_out);
+  EXPECT_EQ(key_out, "\xEF\xBF\xBD\xEF\xBF\xBD\\\"");
+}
+
 TEST(JsonWriter, Numbers) {
   EXPECT_EQ(json_number(1.0), "1.0");
   EXPECT_EQ(json_number(-0.5), "-0.5");

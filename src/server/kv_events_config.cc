@@ -1,7 +1,8 @@
 #include "server/kv_events_config.h"
 
+#include "server/json_int.h"
+
 #include <array>
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -51,13 +52,9 @@ Status get_string(const Json& j, const std::string& key, std::string& out, bool 
 
 Status get_int(const Json& j, const std::string& key, int64_t min, int64_t& out) {
   if (!j.contains(key)) return Status();
-  const Json& v = j[key];
-  const bool integral = v.is_number_integer() ||
-                        (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-  if (!integral || v.get<double>() < static_cast<double>(min) || v.get<double>() > 9.0e18) {
-    return type_error(key, "an integer >= " + std::to_string(min), v);
-  }
-  out = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+  const std::optional<int64_t> v = json_exact_int64(j[key]);
+  if (!v || *v < min) return type_error(key, "an integer >= " + std::to_string(min), j[key]);
+  out = *v;
   return Status();
 }
 

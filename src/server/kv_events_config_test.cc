@@ -75,6 +75,9 @@ TEST(KvEventsConfig, UnknownKeysAndWrongTypesNameTheKey) {
   EXPECT_TRUE(has(error_of(R"({"topic":null})"), "topic must be a string"));
   EXPECT_TRUE(has(error_of(R"({"buffer_steps":-1})"), "buffer_steps must be an integer >= 0"));
   EXPECT_TRUE(has(error_of(R"({"hwm":1.5})"), "hwm must be an integer >= 0, got 1.5"));
+  // 2^64-1 must not wrap to -1 (see KvTransferConfig.IntegersOutsideInt64AreRejectedNotConverted).
+  EXPECT_TRUE(has(error_of(R"({"hwm":18446744073709551615})"), "hwm must be an integer >= 0"));
+  EXPECT_TRUE(has(error_of(R"({"hwm":7.7e64})"), "hwm must be an integer >= 0"));
   EXPECT_TRUE(has(error_of(R"({"max_queue_size":0})"), "max_queue_size must be an integer >= 1"));
   EXPECT_TRUE(has(error_of(R"({"event_encoding":"json"})"), "event_encoding must be"));
   EXPECT_TRUE(has(error_of("[1]"), "expects a JSON object"));

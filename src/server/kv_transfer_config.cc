@@ -1,5 +1,7 @@
 #include "server/kv_transfer_config.h"
 
+#include "server/json_int.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -44,13 +46,9 @@ class ObjectReader {
   }
   Status get_int(const char* key, int64_t min, int64_t& out) const {
     if (!has(key)) return Status();
-    const Json& v = at(key);
-    const bool integral = v.is_number_integer() ||
-                          (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-    if (!integral || v.get<double>() < static_cast<double>(min)) {
-      return type_error(key, "an integer >= " + std::to_string(min));
-    }
-    out = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    const std::optional<int64_t> v = json_exact_int64(at(key));
+    if (!v || *v < min) return type_error(key, "an integer >= " + std::to_string(min));
+    out = *v;
     return Status();
   }
   Status get_number(const char* key, double min, double& out) const {

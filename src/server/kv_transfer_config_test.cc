@@ -74,6 +74,26 @@ TEST(KvTransferConfig, WrongTypesAreNamed) {
             std::string::npos);
 }
 
+// Found by fuzz_kv_transfer_config: 7.8e64 was converted to int64 before any
+// range check (undefined behaviour), and 2^64-1 wrapped to -1, slipping past
+// the ">= 1" check.
+TEST(KvTransferConfig, IntegersOutsideInt64AreRejectedNotConverted) {
+  for (const char* value : {"7.7777e64", "18446744073709551615", "9223372036854775808",
+                            "9.3e18", "-1e300", "1.5"}) {
+    SCOPED_TRACE(value);
+    EXPECT_NE(error_of(with_extra(std::string(R"({"cpu_bytes_to_use":)") + value + "}"))
+                  .find("cpu_bytes_to_use must be an integer >= 1"),
+              std::string::npos);
+  }
+  StatusOr<offload::OffloadConfig> ok =
+      parse_kv_transfer_config(with_extra(R"({"cpu_bytes_to_use":9223372036854775807})"), 16);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->cpu_bytes_to_use, 9223372036854775807);
+  ok = parse_kv_transfer_config(with_extra(R"({"cpu_bytes_to_use":4096.0})"), 16);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->cpu_bytes_to_use, 4096);
+}
+
 TEST(KvTransferConfig, RejectsWhatItCannotHonour) {
   EXPECT_NE(error_of(R"({"kv_connector":"LMCacheConnectorV1","kv_connector_extra_config":{}})")
                 .find("OffloadingConnector"),

@@ -89,6 +89,55 @@ test('oversized body is 413', async () => {
   assertEnvelope(await r.json(), 413);
 });
 
+// Sends raw bytes on a fresh connection and returns everything the server
+// answers before it closes the connection.
+function rawExchange(bytes) {
+  const net = require('node:net');
+  const url = new URL(server.baseURL);
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    const sock = net.connect(Number(url.port), url.hostname, () => sock.write(Buffer.from(bytes, 'latin1')));
+    sock.on('data', (d) => chunks.push(d));
+    sock.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    sock.on('error', reject);
+    sock.setTimeout(10000, () => reject(new Error('no answer within 10 s')));
+  });
+}
+
+function parseRaw(raw) {
+  const [head, body] = [raw.slice(0, raw.indexOf('\r\n\r\n')), raw.slice(raw.indexOf('\r\n\r\n') + 4)];
+  return { status: Number(head.split(' ')[1]), body: JSON.parse(Buffer.from(body, 'latin1').toString('utf8')) };
+}
+
+// Found by the soak test: these used to close the connection without an answer.
+test('malformed HTTP framing gets a 400 (431 for a huge header) envelope, then the server keeps serving', async () => {
+  const cases = [
+    ['POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}', 400],
+    ['POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', 400],
+    ['POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', 400],
+    ['\x00\x01\x02 NOT HTTP AT ALL\r\n\r\n', 400],
+    ['GET /health HTTP/9.9\r\nHost: x\r\n\r\n', 400],
+    [`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70000)}\r\n\r\n`, 431],
+  ];
+  for (const [bytes, status] of cases) {
+    const r = parseRaw(await rawExchange(bytes));
+    assert.equal(r.status, status, JSON.stringify(bytes.slice(0, 60)));
+    assertEnvelope(r.body, status);
+  }
+  assert.equal((await fetch(`${server.baseURL}/health`)).status, 200);
+});
+
+test('error messages that echo invalid UTF-8 are still valid JSON', async () => {
+  const body = Buffer.concat([Buffer.from('{"prompt": "'), Buffer.from([0xff, 0xfe, 0xfd]), Buffer.from('"')]);
+  const r = await fetch(`${server.baseURL}/v1/completions`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  assert.equal(r.status, 400);
+  assertEnvelope(await r.json(), 400);
+  const raw = parseRaw(await rawExchange('GET /v1/\xff\xfe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+  assert.equal(raw.status, 404);
+  assertEnvelope(raw.body, 404);
+  assert.ok(raw.body.error.message.includes('\ufffd'), raw.body.error.message);
+});
+
 test('client abort mid-stream frees the request and its KV blocks', async () => {
   const before = await metrics(server.baseURL);
   const stream = await client.completions.create({ prompt: 'long generation', max_tokens: 4000, ignore_eos: true, temperature: 0, stream: true });
