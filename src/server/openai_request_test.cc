@@ -80,6 +80,11 @@ TEST(CompletionRequest, HugeIntegersAreRejectedNotConverted) {
     auto r = parse_completion_request(body);
     EXPECT_FALSE(r.ok()) << body;
   }
+  // The soak test saw "'n' must be an integer, got an integer" for 2^64-1.
+  auto unsigned_huge = parse_completion_request(R"({"prompt":"x","n":18446744073709551615})");
+  ASSERT_FALSE(unsigned_huge.ok());
+  EXPECT_NE(unsigned_huge.error().message.find("got an integer above 2^63-1"), std::string::npos)
+      << unsigned_huge.error().message;
   auto ok = parse_completion_request(R"({"prompt":"x","max_tokens":5.0})");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(*ok->sampling.max_tokens, 5);

@@ -49,8 +49,9 @@ const char* json_type_phrase(simdjson::dom::element e) {
     case simdjson::dom::element_type::OBJECT:
       return "an object";
     case simdjson::dom::element_type::INT64:
-    case simdjson::dom::element_type::UINT64:
       return "an integer";
+    case simdjson::dom::element_type::UINT64:
+      return "an integer above 2^63-1";
     case simdjson::dom::element_type::DOUBLE:
       return "a number";
     case simdjson::dom::element_type::STRING:
