@@ -408,5 +408,25 @@ TEST(ChatTemplate, ConcurrentRendersShareOneTemplate) {
   }
 }
 
+// Found by fuzz_chat_template (LeakSanitizer): a namespace stored inside
+// itself, directly or through a list, another namespace or a loop object, was a
+// shared_ptr cycle that outlived the render, so a model's template could leak
+// memory on every request. The leak itself is caught when this runs under
+// ASan (scripts/sanitize.sh); the renders must also stay correct.
+TEST(ChatTemplate, NamespaceCyclesDoNotOutliveTheRender) {
+  for (const char* source :
+       {"{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns.n.n.n is defined }}",
+        "{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}{{ a.b.a.b is defined }}",
+        "{% set ns = namespace() %}{% set ns.l = [1, [ns]] %}{{ ns.l[1][0].l is defined }}",
+        "{% set ns = namespace() %}{% for x in [ns] %}{% set ns.l = loop %}{% endfor %}{{ ns.l is defined }}"}) {
+    SCOPED_TRACE(source);
+    auto tmpl = ChatTemplate::parse(source);
+    ASSERT_TRUE(tmpl.ok()) << tmpl.status().message();
+    auto out = tmpl->render(Json::object());
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(*out, "True");
+  }
+}
+
 }  // namespace
 }  // namespace strata::chat_template

@@ -16,6 +16,10 @@ const Value* CallArgs::get(size_t index, const char* name) const {
 Evaluator::Evaluator(Dict globals, const RenderLimits& limits)
     : globals_(std::move(globals)), limits_(limits) {}
 
+Evaluator::~Evaluator() {
+  for (const Value& ns : written_namespaces_) ns.namespace_dict().clear();
+}
+
 std::string Evaluator::render(const Body& body, const Dict& variables) {
   for (const auto& [name, value] : variables.entries()) root_.vars[name] = value;
   std::string out;
@@ -179,6 +183,9 @@ void Evaluator::assign(const Expr& target, const Value& value, int line) {
       throw_render_error("cannot assign attribute '" + target.name + "' on '" +
                              target.args[0]->name + "': it is not a namespace()",
                          line);
+    }
+    if (written_namespace_ids_.insert(&base.namespace_dict()).second) {
+      written_namespaces_.push_back(base);
     }
     base.namespace_dict().set(target.name, value);
     return;

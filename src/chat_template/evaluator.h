@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "chat_template/ast.h"
@@ -30,6 +31,10 @@ struct CallArgs {
 class Evaluator {
  public:
   Evaluator(Dict globals, const RenderLimits& limits);
+  // Empties every namespace the template assigned to (see written_namespaces_).
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
   const RenderLimits& limits() const { return limits_; }
 
@@ -78,6 +83,12 @@ class Evaluator {
   RenderLimits limits_;
   Scope root_;
   Scope* scope_ = &root_;
+  // Namespaces are the only mutable values, so `{% set ns.x = ... %}` is the
+  // only way to make a reference cycle (ns.x = ns, or via a list or a loop
+  // object); shared_ptr would never free one. Every namespace assigned to is
+  // kept here and emptied when the render ends, which breaks any cycle.
+  std::vector<Value> written_namespaces_;
+  std::unordered_set<const Dict*> written_namespace_ids_;
   int call_depth_ = 0;
   int64_t steps_ = 0;
   size_t output_bytes_ = 0;

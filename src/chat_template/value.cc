@@ -9,6 +9,8 @@
 
 namespace strata::chat_template {
 
+void Dict::clear() { entries_.clear(); }
+
 size_t Dict::size() const { return entries_.size(); }
 
 const Value* Dict::find(std::string_view key) const {

@@ -38,6 +38,7 @@ class Dict {
   // The value of the entry at `index` (insertion position), for in-place updates.
   Value& value_at(size_t index);
   size_t size() const;  // out of line: Value is incomplete here (clang)
+  void clear();
 
  private:
   std::vector<std::pair<std::string, Value>> entries_;

@@ -156,11 +156,14 @@ std::string S3Response::describe() const {
 
 S3Connection::S3Connection() {
   init_curl_once();
-  curl_ = curl_easy_init();
-  STRATA_CHECK(curl_ != nullptr) << "curl_easy_init failed";
+  CURLSH* share = curl_share_init();
+  STRATA_CHECK(share != nullptr) << "curl_share_init failed";
+  STRATA_CHECK(curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) == CURLSHE_OK)
+      << "this libcurl cannot share a connection cache";
+  share_ = share;
 }
 
-S3Connection::~S3Connection() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+S3Connection::~S3Connection() { curl_share_cleanup(static_cast<CURLSH*>(share_)); }
 
 S3Client::S3Client(S3ClientConfig config) : config_(std::move(config)) {}
 
@@ -173,8 +176,13 @@ struct S3Client::Transfer {
 };
 
 S3Response S3Client::perform(S3Connection& conn, const Transfer& t) const {
-  CURL* curl = static_cast<CURL*>(conn.curl());
-  curl_easy_reset(curl);  // keeps the live connection
+  // A fresh easy handle per request; the live connection comes from the
+  // connection's share (see S3Connection in the header for why).
+  const std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> handle(curl_easy_init(),
+                                                                   &curl_easy_cleanup);
+  STRATA_CHECK(handle != nullptr) << "curl_easy_init failed";
+  CURL* curl = handle.get();
+  curl_easy_setopt(curl, CURLOPT_SHARE, conn.share());
 
   sigv4::Request req;
   req.method = t.method;

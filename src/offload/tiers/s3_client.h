@@ -4,9 +4,13 @@
 // <scheme>://<host[:port]>/<bucket>/<key>, which every S3-compatible server
 // (MinIO, Ceph RGW, s3rver, AWS) accepts.
 //
-// Transport: an S3Connection is one libcurl easy handle; it keeps its
-// connection alive between requests, so a thread that reuses one handle
-// reuses its TCP connection. S3ConnectionPool lends handles to I/O threads
+// Transport: an S3Connection is a libcurl connection cache (a share handle);
+// each request runs on a fresh easy handle attached to it, so a thread that
+// reuses one S3Connection reuses its TCP connection but no per-transfer state.
+// (Reusing one easy handle with curl_easy_reset was a use-after-free inside
+// Debian's libcurl 7.88.1: header-parsing state survives the reset, and a
+// folded header line at the start of the next response read freed memory;
+// found by fuzz_s3_response.) S3ConnectionPool lends handles to I/O threads
 // (at most one per concurrent request, so one per I/O thread in practice).
 // Every request has a connect timeout and a total timeout; nothing waits
 // longer. Bodies move directly between the caller's buffers and the socket
@@ -74,7 +78,7 @@ struct S3Response {
   std::string describe() const;
 };
 
-// One libcurl easy handle. Not thread-safe: one request at a time.
+// One libcurl connection cache. Not thread-safe: one request at a time.
 class S3Connection {
  public:
   S3Connection();
@@ -82,10 +86,10 @@ class S3Connection {
   S3Connection(const S3Connection&) = delete;
   S3Connection& operator=(const S3Connection&) = delete;
 
-  void* curl() const { return curl_; }
+  void* share() const { return share_; }
 
  private:
-  void* curl_;  // CURL*
+  void* share_;  // CURLSH* sharing CURL_LOCK_DATA_CONNECT
 };
 
 class S3Client {
