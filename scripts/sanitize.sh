@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The sanitizer half of the test suite (run by scripts/test.sh):
 #   asan - the unit and concurrency tests (ctest labels) built with
-#          AddressSanitizer + UndefinedBehaviorSanitizer in build/asan;
+#          AddressSanitizer + UndefinedBehaviorSanitizer in build/asan, and
+#          the short soak (label soak) against the server built the same way;
 #   tsan - the concurrency tests (engine, scheduler, tiers, transfer worker,
 #          event publisher) built with ThreadSanitizer in build/tsan.
 # Any report fails the run. Sanitizer builds use -O1 -g1 and DCHECKs on; only
-# the test programs are built (targets strata_unit_tests and
-# strata_concurrency_tests), not the benchmarks.
+# the test programs (targets strata_unit_tests and strata_concurrency_tests)
+# and, for the soak, the strata binary are built, not the benchmarks.
 # Usage: scripts/sanitize.sh [asan|tsan]... [-- ctest args...]   (default: asan tsan)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,7 +29,8 @@ export TSAN_OPTIONS="suppressions=$root/tools/sanitizers/tsan.supp:second_deadlo
 
 for kind in "${kinds[@]}"; do
   case "$kind" in
-    asan) targets=(strata_unit_tests strata_concurrency_tests); labels='^(unit|concurrency)$' ;;
+    asan) targets=(strata_unit_tests strata_concurrency_tests strata)
+          labels='^(unit|concurrency|soak)$' ;;
     tsan) targets=(strata_concurrency_tests); labels='^concurrency$' ;;
     *) echo "sanitize.sh: unknown sanitizer '$kind' (asan|tsan)" >&2; exit 2 ;;
   esac

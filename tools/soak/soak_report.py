@@ -30,6 +30,10 @@ def verdict(soak, report):
         reasons.append(f"server exited during the soak (code {report['server']['exit_code']})")
     if report["server"]["restarts"]:
         reasons.append("server restarted")
+    # strata exits 0 after SIGTERM once in-flight requests finish; anything
+    # else is a failed shutdown, or a sanitizer (LeakSanitizer) report at exit.
+    if not report["server"]["crashed"] and report["server"]["exit_code"] != 0:
+        reasons.append(f"server exited with code {report['server']['exit_code']} after SIGTERM")
     if s.rss_peak_kib > cfg.rss_limit_mib * 1024:
         reasons.append(f"peak RSS {s.rss_peak_kib // 1024} MiB over the "
                        f"{cfg.rss_limit_mib} MiB bound")
