@@ -2,6 +2,9 @@
 # Installs every Debian package Strata needs to build, test and benchmark.
 # Idempotent: packages already present are skipped, and apt is only asked
 # when something is missing. Run as root (or with sudo available).
+# Usage: scripts/install-deps.sh          install what is missing
+#        scripts/install-deps.sh --list   print PACKAGES, one a line, and exit
+#          (scripts/check_deps.py, ctest dependency_check, reads the list this way)
 set -euo pipefail
 
 PACKAGES=(
@@ -10,6 +13,7 @@ PACKAGES=(
   # libraries
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libsimdjson-dev
+  libboost-dev  # Boost.Asio (header-only) for the HTTP server
   libdnnl-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
   liburing-dev  # bench/fs_tier_bench only (io_uring vs threads)
@@ -23,6 +27,11 @@ PACKAGES=(
   # node for the npm-based oracles and API tests
   nodejs
 )
+
+if [[ ${1:-} == "--list" ]]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

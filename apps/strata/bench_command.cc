@@ -73,7 +73,13 @@ int run_throughput(const std::vector<std::string>& args) {
     return 0;
   }
   if (f.model.empty()) f.model = default_model_path();
-  StatusOr<model::ModelFiles> files = model::open_model(f.model);
+  if (f.model.empty()) {
+    return fail(invalid_argument("no --model given and no bundled model (" +
+                                 default_model_search_note() + ")"));
+  }
+  StatusOr<std::string> located = locate_model(f.model);
+  if (!located.ok()) return fail(located.status());
+  StatusOr<model::ModelFiles> files = model::open_model(*located);
   if (!files.ok()) return fail(files.status());
   StatusOr<std::unique_ptr<model::Model>> model = model::Model::load(std::move(*files));
   if (!model.ok()) return fail(model.status());

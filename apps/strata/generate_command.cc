@@ -122,10 +122,15 @@ int run_generate(const std::vector<std::string>& args) {
     return 0;
   }
   if (f.model.empty()) f.model = default_model_path();
-  if (f.model.empty()) return fail(invalid_argument("no --model given and no bundled model"));
+  if (f.model.empty()) {
+    return fail(invalid_argument("no --model given and no bundled model (" +
+                                 default_model_search_note() + ")"));
+  }
 
   auto load_start = std::chrono::steady_clock::now();
-  StatusOr<model::ModelFiles> files = model::open_model(f.model);
+  StatusOr<std::string> located = locate_model(f.model);
+  if (!located.ok()) return fail(located.status());
+  StatusOr<model::ModelFiles> files = model::open_model(*located);
   if (!files.ok()) return fail(files.status());
   StatusOr<std::unique_ptr<model::Model>> loaded = model::Model::load(std::move(*files));
   if (!loaded.ok()) return fail(loaded.status());
@@ -179,7 +184,5 @@ int run_generate(const std::vector<std::string>& args) {
                result->decode_seconds > 0 ? decode_steps / result->decode_seconds : 0.0);
   return 0;
 }
-
-std::string default_model_path() { return STRATA_DEFAULT_MODEL; }
 
 }  // namespace strata::app

@@ -18,7 +18,7 @@ void print_usage() {
                "  bench      benchmarks: `strata bench throughput` (offline engine),\n"
                "             `strata bench serve` (any OpenAI-compatible server),\n"
                "             `strata bench plot` (plots of sweeps)\n"
-               "  version    print the version\n");
+               "  version    print the version and build (also --version)\n");
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   if (command == "serve") return strata::app::run_serve(args);
   if (command == "bench") return strata::app::run_bench(args);
   if (command == "version" || command == "--version") {
-    std::printf("strata %s\n", STRATA_VERSION);
+    std::printf("%s\n", strata::app::version_line().c_str());
     return 0;
   }
   std::fprintf(stderr, "strata: unknown command '%s'\n", command.c_str());

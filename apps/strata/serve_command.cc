@@ -28,7 +28,10 @@ namespace strata::app {
 namespace {
 
 struct ServeFlags {
-  std::string model;
+  std::string model;       // as given: a path or a Hugging Face id (the default served name)
+  std::string model_path;  // where it was found (locate_model)
+  std::string revision;
+  std::string download_dir;
   std::string host = "0.0.0.0";
   int64_t port = 8000;
   std::string served_model_name;
@@ -63,10 +66,8 @@ const char* const kIgnoredValueFlags[] = {"swap-space",
                                           "data-parallel-size",
                                           "kv-cache-dtype",
                                           "load-format",
-                                          "download-dir",
                                           "tokenizer",
                                           "tokenizer-mode",
-                                          "revision",
                                           "uvicorn-log-level",
                                           "max-logprobs",
                                           "tool-call-parser",
@@ -99,7 +100,13 @@ const char* const kIgnoredBoolFlags[] = {"trust-remote-code",
                                          "trust-request-chat-template"};
 
 void register_flags(FlagSet& flags, ServeFlags& f) {
-  flags.add_string("model", &f.model, "model directory (Hugging Face layout) or .gguf file");
+  flags.add_string("model", &f.model,
+                   "model directory (Hugging Face layout), .gguf file, or a Hugging Face id "
+                   "found in the local HF cache");
+  flags.add_string("revision", &f.revision,
+                   "with a Hugging Face id: the branch, tag or commit in the HF cache (main)");
+  flags.add_string("download-dir", &f.download_dir,
+                   "with a Hugging Face id: the HF cache root to look in (never downloads)");
   flags.add_string("host", &f.host, "address to listen on");
   flags.add_int("port", &f.port, "port to listen on");
   flags.add_string("served-model-name", &f.served_model_name,
@@ -208,13 +215,7 @@ StatusOr<std::shared_ptr<events::KvEventPublisher>> kv_event_publisher(const Ser
   STRATA_ASSIGN_OR_RETURN(events::KvEventsConfig config,
                           server::parse_kv_events_config(f.kv_events_config));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<events::KvEventPublisher> publisher,
-                          events::KvEventPublisher::create(config));
-  if (publisher->is_enabled()) {
-    STRATA_LOG(kInfo) << "KV events: publishing on " << publisher->pub_endpoint()
-                      << (publisher->replay_endpoint().empty()
-                              ? std::string()
-                              : ", replay on " + publisher->replay_endpoint());
-  }
+                          events::KvEventPublisher::create(config));  // logs what it did
   return std::shared_ptr<events::KvEventPublisher>(std::move(publisher));
 }
 
@@ -255,10 +256,12 @@ void print_load_progress(int64_t done, int64_t total) {
 StatusOr<Loaded> load_everything(const ServeFlags& f) {
   Loaded l;
   auto start = std::chrono::steady_clock::now();
-  STRATA_LOG(kInfo) << "loading " << f.model << " ...";
-  STRATA_ASSIGN_OR_RETURN(model::ModelFiles files, model::open_model(f.model));
+  STRATA_LOG(kInfo) << "loading " << f.model
+                    << (f.model_path == f.model ? std::string() : " from " + f.model_path)
+                    << " ...";
+  STRATA_ASSIGN_OR_RETURN(model::ModelFiles files, model::open_model(f.model_path));
   STRATA_ASSIGN_OR_RETURN(l.tokenizer, engine::load_tokenizer(files));
-  if (!l.tokenizer) return invalid_argument(f.model + " has no tokenizer; serve needs one");
+  if (!l.tokenizer) return invalid_argument(f.model_path + " has no tokenizer; serve needs one");
   STRATA_ASSIGN_OR_RETURN(l.chat, server::load_chat_assets(files, *l.tokenizer, f.chat_template));
   STRATA_ASSIGN_OR_RETURN(l.defaults, server::load_sampling_defaults(files, f.generation_config));
   STRATA_ASSIGN_OR_RETURN(l.model, model::Model::load(std::move(files), print_load_progress));
@@ -322,8 +325,20 @@ StatusOr<int64_t> resolve_max_model_len(const ServeFlags& f, const model::ModelC
   STRATA_ASSIGN_OR_RETURN(int64_t len, parse_size("max-model-len", f.max_model_len, false));
   if (len < 2) return invalid_argument("--max-model-len must be at least 2");
   if (model_max > 0 && len > model_max) {
-    STRATA_LOG(kWarning) << "--max-model-len " << len << " exceeds the model's "
-                         << "max_position_embeddings " << model_max;
+    // vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past
+    // the trained ones give garbage (RoPE) or out-of-range reads (absolute).
+    const std::string both = "--max-model-len " + std::to_string(len) +
+                             " is greater than the model's max_position_embeddings " +
+                             std::to_string(model_max);
+    const char* allow = std::getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN");
+    if (allow == nullptr || std::string(allow) != "1") {
+      return invalid_argument(both +
+                              "; to serve past the trained positions anyway, set "
+                              "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (outputs past position " +
+                              std::to_string(model_max) + " may be meaningless)");
+    }
+    STRATA_LOG(kWarning) << both << "; serving it because VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+                         << "(outputs past position " << model_max << " may be meaningless)";
   }
   return len;
 }
@@ -350,7 +365,7 @@ server::ServerConfig server_config(const ServeFlags& f, const Loaded& l, int64_t
   server::ServerConfig c;
   c.served_model_names = split_commas(f.served_model_name);
   if (c.served_model_names.empty()) c.served_model_names.push_back(f.model);
-  c.model_root = f.model;
+  c.model_root = f.model;  // as vLLM: the MODEL argument (an id stays an id)
   c.max_model_len = max_model_len;
   c.api_keys = api_keys(f);
   c.max_pending_requests = f.max_pending_requests;
@@ -460,7 +475,13 @@ int run_serve(const std::vector<std::string>& args) {
   }
   if (!flags.positional().empty()) f.model = flags.positional()[0];
   if (f.model.empty()) f.model = default_model_path();
-  if (f.model.empty()) return fail(invalid_argument("no MODEL given and no bundled model"));
+  if (f.model.empty()) {
+    return fail(invalid_argument("no MODEL given and no bundled model (" +
+                                 default_model_search_note() + ")"));
+  }
+  StatusOr<std::string> path = locate_model(f.model, f.revision, f.download_dir);
+  if (!path.ok()) return fail(path.status());
+  f.model_path = *path;
   return serve(f);
 }
 

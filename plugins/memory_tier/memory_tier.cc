@@ -4,6 +4,10 @@
 // CI; a real plugin would do its I/O on threads of its own. Everything here
 // completes inside submit_*, which is allowed because memcpy does not block.
 //
+// Built out of tree against an installed Strata (PREFIX/include/strata):
+//   g++ -std=c++20 -O2 -shared -fPIC -fvisibility=hidden -I PREFIX/include/strata
+//       memory_tier.cc -o libstrata_memory_tier.so
+//
 // Config: {"type": "memory", "module_path": ".../libstrata_memory_tier.so",
 //          "max_bytes": 1073741824}
 #include <algorithm>
@@ -18,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "offload/tiers/plugin/strata_tier_plugin.h"
+#include "strata_tier_plugin.h"
 
 namespace {
 

@@ -215,13 +215,25 @@ Status KvEventPublisher::start(bool paused) {
     return status;
   }
   enabled_ = true;
-  STRATA_LOG(kInfo) << "kv events: publishing on " << pub_endpoint_
-                    << (replay_endpoint_.empty() ? "" : ", replay on " + replay_endpoint_)
-                    << " (topic \"" << config_.topic << "\", "
-                    << (config_.event_encoding == EventEncoding::kMap ? "map" : "array")
-                    << " events)";
+  STRATA_LOG(kInfo) << describe();
   return Status();
 }
+
+std::string KvEventPublisher::describe() const {
+  std::string line = "kv events: ";
+  if (pub_binds()) {
+    line += "PUB socket bound on " + pub_endpoint_ + " (subscribers connect to it)";
+  } else {
+    line += "PUB socket connects to " + pub_endpoint_ +
+            " (a non-wildcard TCP endpoint connects, as in vLLM: the subscriber must bind "
+            "that address; use tcp://*:PORT to bind here instead)";
+  }
+  if (!replay_endpoint_.empty()) line += ", replay bound on " + replay_endpoint_;
+  return line + "; topic \"" + config_.topic + "\", " +
+         (config_.event_encoding == EventEncoding::kMap ? "map" : "array") + " events";
+}
+
+bool KvEventPublisher::pub_binds() const { return should_bind(config_.endpoint); }
 
 KvEventPublisher::~KvEventPublisher() {
   if (thread_.joinable()) {

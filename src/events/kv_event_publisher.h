@@ -89,6 +89,11 @@ class KvEventPublisher {
   // connecting; "" when absent.
   const std::string& pub_endpoint() const { return pub_endpoint_; }
   const std::string& replay_endpoint() const { return replay_endpoint_; }
+  // Whether the PUB socket binds (else it connects and the subscriber binds).
+  bool pub_binds() const;
+  // One line for the startup log: each endpoint, whether it binds or
+  // connects (so a router operator knows which side must bind), the topic.
+  std::string describe() const;
 
   static constexpr int kShutdownLingerMs = 1000;
 

@@ -185,6 +185,12 @@ TEST(KvEventPublisher, ConnectsWhenTheEndpointHasNoWildcard) {
     auto p = KvEventPublisher::create(c);
     ASSERT_TRUE(p.ok()) << p.status().message();
     EXPECT_EQ((*p)->pub_endpoint(), endpoint);
+    // The startup line tells the operator this side connects, so theirs must bind.
+    EXPECT_FALSE((*p)->pub_binds());
+    EXPECT_NE((*p)->describe().find(std::string("PUB socket connects to ") + endpoint),
+              std::string::npos)
+        << (*p)->describe();
+    EXPECT_NE((*p)->describe().find("the subscriber must bind"), std::string::npos);
     // A bound SUB handles the new connection (and sends its subscription)
     // only while the application calls into it (libzmq issue #2267): poll it
     // while the publisher connects.
@@ -209,6 +215,12 @@ TEST(KvEventPublisher, LiveStreamAndReplay) {
   auto created = KvEventPublisher::create(c);
   ASSERT_TRUE(created.ok()) << created.status().message();
   KvEventPublisher& p = **created;
+  EXPECT_TRUE(p.pub_binds());
+  EXPECT_NE(p.describe().find("PUB socket bound on " + p.pub_endpoint() +
+                              " (subscribers connect to it), replay bound on " +
+                              p.replay_endpoint()),
+            std::string::npos)
+      << p.describe();
 
   void* ctx = zmq_ctx_new();
   void* sub = zmq_socket(ctx, ZMQ_SUB);

@@ -67,7 +67,7 @@ void handle_chat_completions(ServerContext& ctx, const HttpRequest& req,
   if (auto err = check_capacity(ctx, static_cast<size_t>(options->n))) {
     return reply_error(*responder, *err);
   }
-  options->meta = {new_response_id(ctx, "chatcmpl-"), unix_now(), *model, true};
+  options->meta = {new_response_id("chatcmpl-"), unix_now(), *model, true};
   options->num_logprobs = r->logprobs ? r->top_logprobs : -1;
   options->base.num_top_logprobs = std::max(0, options->num_logprobs);
   auto job =

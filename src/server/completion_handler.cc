@@ -49,7 +49,7 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req,
   if (auto err = check_capacity(ctx, prompts->size() * static_cast<size_t>(options->n))) {
     return reply_error(*responder, *err);
   }
-  options->meta = {new_response_id(ctx, "cmpl-"), unix_now(), *model, false};
+  options->meta = {new_response_id("cmpl-"), unix_now(), *model, false};
   options->echo = r->echo;
   options->num_logprobs = r->logprobs.value_or(-1);
   options->base.num_top_logprobs = std::max(0, options->num_logprobs);

@@ -1,5 +1,6 @@
 #include "server/kv_transfer_config.h"
 
+#include "base/log.h"
 #include "server/json_int.h"
 
 #include <nlohmann/json.hpp>
@@ -281,6 +282,70 @@ Status parse_extra_config(const ObjectReader& r, int64_t block_size,
   return Status();
 }
 
+// The spec an extra config names ("" when it names none or is not an object).
+std::string spec_name_of(const ObjectReader& top) {
+  if (!top.has("kv_connector_extra_config")) return "";
+  const Json& extra = top.at("kv_connector_extra_config");
+  if (!extra.is_object() || !extra.contains("spec_name") || !extra["spec_name"].is_string()) {
+    return "";
+  }
+  return extra["spec_name"].get<std::string>();
+}
+
+// kv_connector, kv_role and the other top-level keys. vLLM's tiering blog gives
+// the config without kv_connector / kv_role: naming one of the offloading specs
+// is enough, and means OffloadingConnector in role kv_both.
+Status check_envelope(const ObjectReader& top) {
+  STRATA_RETURN_IF_ERROR(top.check_keys({"kv_connector", "kv_role", "kv_connector_extra_config",
+                                         "engine_id", "kv_load_failure_policy"}));
+  const std::string spec = spec_name_of(top);
+  const bool names_offloading_spec = spec == "TieringOffloadingSpec" || spec == "CPUOffloadingSpec";
+  std::string connector;
+  STRATA_RETURN_IF_ERROR(top.get_string("kv_connector", connector));
+  if (!top.has("kv_connector")) {
+    if (!names_offloading_spec) {
+      return invalid_argument(
+          "kv_connector is required: \"OffloadingConnector\" (or leave it out and set "
+          "kv_connector_extra_config.spec_name to \"TieringOffloadingSpec\" or "
+          "\"CPUOffloadingSpec\")");
+    }
+    connector = "OffloadingConnector";
+  }
+  if (connector != "OffloadingConnector") {
+    return invalid_argument("kv_connector must be \"OffloadingConnector\" (the only connector "
+                            "Strata provides), got \"" + connector + "\"");
+  }
+  std::string role = "kv_both";
+  STRATA_RETURN_IF_ERROR(top.get_string("kv_role", role));
+  if (role != "kv_both" && role != "kv_producer" && role != "kv_consumer") {
+    return invalid_argument("kv_role must be kv_both, kv_producer or kv_consumer, got \"" + role +
+                            "\"");
+  }
+  if (!top.has("kv_connector") || !top.has("kv_role")) {
+    STRATA_LOG(kInfo) << "--kv-transfer-config: spec_name " << spec << " without "
+                      << (top.has("kv_connector") ? "kv_role" : top.has("kv_role")
+                                                                    ? "kv_connector"
+                                                                    : "kv_connector/kv_role")
+                      << ": using kv_connector OffloadingConnector, kv_role " << role;
+  }
+  std::string policy = "recompute";
+  STRATA_RETURN_IF_ERROR(top.get_string("kv_load_failure_policy", policy));
+  if (policy != "recompute") {
+    return invalid_argument("kv_load_failure_policy must be \"recompute\" (a failed load is "
+                            "always recomputed), got \"" + policy + "\"");
+  }
+  std::string engine_id;
+  STRATA_RETURN_IF_ERROR(top.get_string("engine_id", engine_id));
+  if (!top.has("kv_connector_extra_config")) {
+    return invalid_argument("kv_connector_extra_config is required (at least cpu_bytes_to_use)");
+  }
+  const Json& extra = top.at("kv_connector_extra_config");
+  if (!extra.is_object()) {
+    return invalid_argument("kv_connector_extra_config must be an object, got " + extra.dump());
+  }
+  return Status();
+}
+
 }  // namespace
 
 StatusOr<offload::OffloadConfig> parse_kv_transfer_config(const std::string& json,
@@ -290,44 +355,13 @@ StatusOr<offload::OffloadConfig> parse_kv_transfer_config(const std::string& jso
     return invalid_argument("--kv-transfer-config expects a JSON object, got '" + json + "'");
   }
   ObjectReader top(j, "");
-  Status s = [&]() -> Status {
-    STRATA_RETURN_IF_ERROR(top.check_keys({"kv_connector", "kv_role", "kv_connector_extra_config",
-                                           "engine_id", "kv_load_failure_policy"}));
-    std::string connector;
-    STRATA_RETURN_IF_ERROR(top.get_string("kv_connector", connector));
-    if (connector != "OffloadingConnector") {
-      return invalid_argument("kv_connector must be \"OffloadingConnector\" (the only connector "
-                              "Strata provides), got \"" + connector + "\"");
-    }
-    std::string role = "kv_both";
-    STRATA_RETURN_IF_ERROR(top.get_string("kv_role", role));
-    if (role != "kv_both" && role != "kv_producer" && role != "kv_consumer") {
-      return invalid_argument("kv_role must be kv_both, kv_producer or kv_consumer, got \"" +
-                              role + "\"");
-    }
-    std::string policy = "recompute";
-    STRATA_RETURN_IF_ERROR(top.get_string("kv_load_failure_policy", policy));
-    if (policy != "recompute") {
-      return invalid_argument("kv_load_failure_policy must be \"recompute\" (a failed load is "
-                              "always recomputed), got \"" + policy + "\"");
-    }
-    std::string engine_id;
-    STRATA_RETURN_IF_ERROR(top.get_string("engine_id", engine_id));
-    if (!top.has("kv_connector_extra_config")) {
-      return invalid_argument("kv_connector_extra_config is required (at least cpu_bytes_to_use)");
-    }
-    const Json& extra = top.at("kv_connector_extra_config");
-    if (!extra.is_object()) {
-      return invalid_argument("kv_connector_extra_config must be an object, got " + extra.dump());
-    }
-    return Status();
-  }();
-  if (!s.ok()) return s.with_prefix("--kv-transfer-config: ");
+  Status s = check_envelope(top);
+  if (!s.ok()) return s.with_prefix("--kv-transfer-config");
   offload::OffloadConfig config;
   config.enabled = true;
   ObjectReader extra(top.at("kv_connector_extra_config"), "kv_connector_extra_config");
   s = parse_extra_config(extra, block_size, config);
-  if (!s.ok()) return s.with_prefix("--kv-transfer-config: ");
+  if (!s.ok()) return s.with_prefix("--kv-transfer-config");
   return config;
 }
 

@@ -113,6 +113,39 @@ TEST(KvTransferConfig, RejectsWhatItCannotHonour) {
   EXPECT_NE(error_of("[1,2]").find("expects a JSON object"), std::string::npos);
 }
 
+// The command in vLLM's tiering blog, verbatim: no kv_connector, no kv_role.
+TEST(KvTransferConfig, BlogCommandWithoutConnectorMeansOffloadingConnector) {
+  StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(
+      R"({"kv_connector_extra_config":{"spec_name":"TieringOffloadingSpec",)"
+      R"("cpu_bytes_to_use":107374182400,"block_size":16,"eviction_policy":"lru",)"
+      R"("secondary_tiers":[{"type":"fs","root_dir":"/mnt/kv","n_read_threads":32,)"
+      R"("n_write_threads":16}]}})",
+      16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->enabled);
+  EXPECT_EQ(c->cpu_bytes_to_use, 107374182400);
+  ASSERT_EQ(c->secondary_tiers.size(), 1u);
+  EXPECT_EQ(c->secondary_tiers[0].fs.n_read_threads, 32);
+  StatusOr<offload::OffloadConfig> cpu = parse_kv_transfer_config(
+      R"({"kv_role":"kv_both","kv_connector_extra_config":{"spec_name":"CPUOffloadingSpec",)"
+      R"("cpu_bytes_to_use":1048576}})",
+      16);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  EXPECT_EQ(cpu->cpu_bytes_to_use, 1048576);
+}
+
+TEST(KvTransferConfig, MissingConnectorIsNamedWhenNoSpecImpliesIt) {
+  const std::string e = error_of(R"({"kv_connector_extra_config":{"cpu_bytes_to_use":1}})");
+  EXPECT_EQ(e.rfind("--kv-transfer-config: kv_connector is required", 0), 0u) << e;
+  const std::string wrong = error_of(R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})");
+  EXPECT_EQ(wrong.rfind("--kv-transfer-config: kv_connector must be", 0), 0u) << wrong;
+  const std::string nested =
+      error_of(with_extra(R"({"cpu_bytes_to_use":1,"eviction_policy":"mru"})"));
+  EXPECT_EQ(nested.rfind("--kv-transfer-config: kv_connector_extra_config.eviction_policy", 0),
+            0u)
+      << nested;
+}
+
 TEST(KvTransferConfig, OffloadingSizeIsGibOfHostMemory) {
   StatusOr<offload::OffloadConfig> c = kv_offloading_size_config(0.5);
   ASSERT_TRUE(c.ok());

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <random>
 
 namespace strata::server {
 
@@ -20,10 +21,14 @@ ApiOr<std::string> resolve_model(const ServerContext& ctx, const std::string& re
   return ApiError::not_found("The model `" + requested + "` does not exist.", "model");
 }
 
-std::string new_response_id(ServerContext& ctx, const std::string& prefix) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%016llx%08llx", static_cast<unsigned long long>(ctx.rng()),
-                static_cast<unsigned long long>(++ctx.next_request_number & 0xffffffffULL));
+std::string new_response_id(const std::string& prefix) {
+  // 128 bits from the OS, as vLLM's uuid4().hex: unique across restarts and
+  // replicas whatever --seed is (the seed governs sampling only).
+  thread_local std::random_device entropy;
+  char buf[33];
+  for (int i = 0; i < 4; ++i) {
+    std::snprintf(buf + 8 * i, 9, "%08x", static_cast<unsigned>(entropy()));
+  }
   return prefix + buf;
 }
 

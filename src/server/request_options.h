@@ -21,8 +21,9 @@ ApiOr<std::string> resolve_model(const ServerContext& ctx, const std::string& re
 
 int64_t unix_now();  // seconds since the epoch
 
-// "cmpl-<unique hex>" / "chatcmpl-<unique hex>".
-std::string new_response_id(ServerContext& ctx, const std::string& prefix);
+// "cmpl-<32 hex digits>" / "chatcmpl-<32 hex digits>": 128 random bits, unique
+// across restarts and replicas (vLLM's ids). Any thread.
+std::string new_response_id(const std::string& prefix);
 
 // Sampling, stop conditions, detokenization, streaming flags and n.
 ApiOr<JobOptions> make_job_options(ServerContext& ctx, const SamplingFields& fields);

@@ -69,8 +69,7 @@ struct ServerContext {
   HttpServer* http = nullptr;
 
   int64_t num_in_flight = 0;         // I/O thread only
-  std::mt19937_64 rng;               // I/O thread only
-  uint64_t next_request_number = 0;  // I/O thread only
+  std::mt19937_64 rng;               // I/O thread only: seeds of unseeded requests
 };
 
 }  // namespace strata::server

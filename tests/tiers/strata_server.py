@@ -1,6 +1,7 @@
 """`strata serve` for the end-to-end tests in this directory (standard library only).
 
 Server(strata, model, *args)  starts `strata serve MODEL --host 127.0.0.1 --port 0 ARGS`
+    (model None: no MODEL argument, the bundled model)
     and waits for its "serving ... on http://127.0.0.1:PORT" line; .base is that URL.
     Its stderr keeps being read into .log (text_log()), so the pipe never fills.
     post(path, body) -> the JSON answer; metrics() -> {series: value}, with the
@@ -23,7 +24,8 @@ class Server:
     def __init__(self, strata, model, *args, name="server", env=None, timeout=60):
         self.name = name
         self.proc = subprocess.Popen(
-            [strata, "serve", model, "--host", "127.0.0.1", "--port", "0", *args],
+            [strata, "serve", *([model] if model else []), "--host", "127.0.0.1", "--port", "0",
+             *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env={**os.environ, **(env or {})})
         self.log = []
