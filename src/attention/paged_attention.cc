@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "ops/ops.h"
 
 namespace strata::attention {
 namespace {
@@ -42,112 +43,6 @@ const float* kv_row(const float* cache, const AttentionMetadata& md, const Paged
   return cache + (slot * p.num_kv_heads + kv_head) * p.head_dim;
 }
 
-// ifunc resolvers run before ThreadSanitizer's runtime starts and crash it, so
-// TSan builds use the portable code only.
-#if defined(__SANITIZE_THREAD__)
-#define STRATA_TARGET_CLONES
-#else
-#define STRATA_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-
-STRATA_TARGET_CLONES float dot(const float* a,
-                                                                      const float* b, int64_t n) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-STRATA_TARGET_CLONES void scale_add(
-    float* acc, float acc_scale, const float* v, float v_weight, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] * acc_scale + v[i] * v_weight;
-}
-
-// exp(x) for x <= 0 (softmax weights), vectorizable: 2^(x log2 e) split into
-// an integer power of two and a degree-6 polynomial on [-0.5, 0.5]; relative
-// error below 2e-7, and exactly 0 below -87.
-STRATA_TARGET_CLONES void exp_nonpositive(float* x,
-                                                                               int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float t = std::max(x[i], -87.0f) * 1.44269504088896341f;
-    const float k = std::nearbyint(t);
-    const float f = (t - k) * 0.693147180559945309f;  // e^f, |f| <= ln2/2
-    float p = 1.0f / 720.0f;
-    p = p * f + 1.0f / 120.0f;
-    p = p * f + 1.0f / 24.0f;
-    p = p * f + 1.0f / 6.0f;
-    p = p * f + 0.5f;
-    p = p * f + 1.0f;
-    p = p * f + 1.0f;
-    int32_t bits;
-    std::memcpy(&bits, &p, 4);
-    bits += static_cast<int32_t>(k) << 23;
-    float r;
-    std::memcpy(&r, &bits, 4);
-    x[i] = x[i] < -87.0f ? 0.0f : r;
-  }
-}
-
-// Running softmax state of one query head.
-struct HeadState {
-  float max_score;
-  float denom;
-  float* acc;  // [head_dim]
-};
-
-// One (token, kv head): the `group` query heads that share the kv head, so
-// each K/V row is loaded once for all of them. Keys are visited a block-sized
-// tile at a time: scores, one max update and rescale per tile, then the
-// weighted V rows (online softmax, flash-attention style).
-void attend_group(const float* q, const float* k_cache, const float* v_cache,
-                  const AttentionMetadata& md, const PagedAttentionParams& p,
-                  const QueryTask& task, int64_t kv_head, float* out, float* scratch) {
-  const int64_t group = p.num_heads / p.num_kv_heads;
-  const int64_t tile = p.block_size;
-  float* scores = scratch;  // [group, tile]
-  std::vector<HeadState> heads(group);
-  for (int64_t g = 0; g < group; ++g) {
-    heads[g] = {-std::numeric_limits<float>::infinity(), 0.0f, out + g * p.head_dim};
-    std::fill(heads[g].acc, heads[g].acc + p.head_dim, 0.0f);
-  }
-  for (int64_t j0 = task.first_key; j0 <= task.position; j0 = (j0 / tile + 1) * tile) {
-    const int64_t j1 = std::min(task.position + 1, (j0 / tile + 1) * tile);
-    const int64_t n = j1 - j0;
-    for (int64_t j = j0; j < j1; ++j) {
-      const float* k = kv_row(k_cache, md, p, task.seq, j, kv_head);
-      for (int64_t g = 0; g < group; ++g) {
-        scores[g * tile + (j - j0)] = dot(q + g * p.head_dim, k, p.head_dim) * p.scale;
-      }
-    }
-    for (int64_t g = 0; g < group; ++g) {
-      float* s = scores + g * tile;
-      HeadState& h = heads[g];
-      const float tile_max = *std::max_element(s, s + n);
-      const float new_max = std::max(h.max_score, tile_max);
-      float correction = h.max_score - new_max;
-      exp_nonpositive(&correction, 1);
-      for (int64_t j = 0; j < n; ++j) s[j] -= new_max;
-      exp_nonpositive(s, n);
-      float tile_sum = 0.0f;
-      for (int64_t j = 0; j < n; ++j) tile_sum += s[j];
-      h.denom = h.denom * correction + tile_sum;
-      h.max_score = new_max;
-      if (correction != 1.0f) {
-        for (int64_t i = 0; i < p.head_dim; ++i) h.acc[i] *= correction;
-      }
-    }
-    for (int64_t j = j0; j < j1; ++j) {
-      const float* v = kv_row(v_cache, md, p, task.seq, j, kv_head);
-      for (int64_t g = 0; g < group; ++g) {
-        scale_add(heads[g].acc, 1.0f, v, scores[g * tile + (j - j0)], p.head_dim);
-      }
-    }
-  }
-  for (const HeadState& h : heads) {
-    const float inv = 1.0f / h.denom;
-    for (int64_t i = 0; i < p.head_dim; ++i) h.acc[i] *= inv;
-  }
-}
-
 void check_params(const AttentionMetadata& md, const PagedAttentionParams& p) {
   STRATA_CHECK(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0);
   STRATA_CHECK(static_cast<int32_t>(md.query_start_loc.size()) == md.num_seqs() + 1);
@@ -171,20 +66,23 @@ void paged_attention(const float* q, const float* k_cache, const float* v_cache,
                      const AttentionMetadata& md, const PagedAttentionParams& p, float* out,
                      ThreadPool& pool) {
   check_params(md, p);
-  const std::vector<int32_t> seq = seq_of_tokens(md);
-  const int64_t group = p.num_heads / p.num_kv_heads;
-  const int64_t num_items = md.num_tokens() * p.num_kv_heads;
-  pool.parallel_for(num_items, [&](int64_t begin, int64_t end, int) {
-    std::vector<float> scratch(group * p.block_size);
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t token = item / p.num_kv_heads;
-      const int64_t kv_head = item % p.num_kv_heads;
-      const QueryTask task = task_for_token(md, p, token, seq[token]);
-      const int64_t offset = (token * p.num_heads + kv_head * group) * p.head_dim;
-      attend_group(q + offset, k_cache, v_cache, md, p, task, kv_head, out + offset,
-                   scratch.data());
-    }
-  });
+  ops::PagedAttentionBatch batch;
+  batch.q = q;
+  batch.k_cache = k_cache;
+  batch.v_cache = v_cache;
+  batch.query_start_loc = md.query_start_loc.data();
+  batch.seq_lens = md.seq_lens.data();
+  batch.block_tables = md.block_tables.data();
+  batch.num_seqs = md.num_seqs();
+  batch.max_blocks_per_seq = md.max_blocks_per_seq;
+  batch.num_heads = p.num_heads;
+  batch.num_kv_heads = p.num_kv_heads;
+  batch.head_dim = p.head_dim;
+  batch.block_size = p.block_size;
+  batch.scale = p.scale;
+  batch.sliding_window = p.sliding_window;
+  batch.out = out;
+  ops::paged_attention(batch, pool);
 }
 
 void paged_attention_reference(const float* q, const float* k_cache, const float* v_cache,

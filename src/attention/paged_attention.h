@@ -13,9 +13,9 @@
 //
 // Query head h reads kv head h / (num_heads / num_kv_heads); a token at
 // position p sees positions j <= p (and p - j < sliding_window when set).
-// The optimized kernel is compiled for AVX-512 and baseline x86-64 and chosen
-// at run time (function multiversioning); paged_attention_reference is the
-// plain scalar version the tests compare against.
+// paged_attention runs the kernel of ops::paged_attention (ops/cpu, chosen
+// at run time with the other kernels); paged_attention_reference is the plain
+// scalar version the tests compare against.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "base/cpu_features.h"
+#include "ops/cpu/kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -104,6 +109,57 @@ Built build(const Case& c, uint32_t seed) {
   return b;
 }
 
+// The kernel tables this CPU can run: generic always, AVX-512 when present.
+std::vector<const ops::cpu::KernelTable*> tables() {
+  std::vector<const ops::cpu::KernelTable*> out = {&ops::cpu::generic_kernels()};
+  if (ops::cpu::avx512_supported()) out.push_back(ops::cpu::avx512_kernels());
+  return out;
+}
+
+ops::PagedAttentionBatch batch_of(const Built& b, const PagedAttentionParams& p, const float* q,
+                                  float* out) {
+  ops::PagedAttentionBatch batch;
+  batch.q = q;
+  batch.k_cache = b.k_cache.data();
+  batch.v_cache = b.v_cache.data();
+  batch.query_start_loc = b.md.query_start_loc.data();
+  batch.seq_lens = b.md.seq_lens.data();
+  batch.block_tables = b.md.block_tables.data();
+  batch.num_seqs = b.md.num_seqs();
+  batch.max_blocks_per_seq = b.md.max_blocks_per_seq;
+  batch.num_heads = p.num_heads;
+  batch.num_kv_heads = p.num_kv_heads;
+  batch.head_dim = p.head_dim;
+  batch.block_size = p.block_size;
+  batch.scale = p.scale;
+  batch.sliding_window = p.sliding_window;
+  batch.out = out;
+  return batch;
+}
+
+PagedAttentionParams params_of(const Case& c) {
+  return {c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
+          static_cast<float>(1.0 / std::sqrt(double(c.head_dim))), c.sliding_window};
+}
+
+// Every kernel table, with q and out shifted off their natural alignment by
+// `misalign` floats, against the f64 expectation.
+void run_tables(const Case& c, uint32_t seed, int misalign, float tolerance) {
+  Built b = build(c, seed);
+  const PagedAttentionParams p = params_of(c);
+  std::vector<float> q(b.q.size() + misalign), out(b.q.size() + misalign, NAN);
+  std::copy(b.q.begin(), b.q.end(), q.begin() + misalign);
+  ThreadPool pool(2);
+  for (const ops::cpu::KernelTable* t : tables()) {
+    std::fill(out.begin(), out.end(), NAN);
+    ops::cpu::run_paged_attention(*t, batch_of(b, p, q.data() + misalign, out.data() + misalign),
+                                  pool);
+    for (size_t i = 0; i < b.expected.size(); ++i) {
+      ASSERT_NEAR(out[misalign + i], b.expected[i], tolerance) << t->name << ", element " << i;
+    }
+  }
+}
+
 void run_case(const Case& c, uint32_t seed) {
   Built b = build(c, seed);
   PagedAttentionParams p{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
@@ -133,6 +189,55 @@ TEST(PagedAttentionTest, MultiHeadAndOddHeadDim) {
 
 TEST(PagedAttentionTest, SlidingWindow) {
   run_case({{30, 12}, {30, 1}, 4, 1, 16, 4, 8}, 4);
+}
+
+TEST(PagedAttentionTest, EveryKernelTableOverShapesAndMisalignments) {
+  // Qwen2.5-0.5B's heads (14 query heads on 2 kv heads, head_dim 64): rows of
+  // a token straddle the 16-lane items.
+  run_tables({{300, 37, 1, 129}, {44, 37, 1, 1}, 14, 2, 64, 16}, 11, 0, 2e-5f);
+  run_tables({{300, 37, 1, 129}, {44, 37, 1, 1}, 14, 2, 64, 16}, 12, 3, 2e-5f);
+  // head_dim 128 and 13 (odd: the 8-wide value loop's tail), blocks of 5 and 32.
+  run_tables({{70, 18}, {33, 2}, 8, 2, 128, 32}, 13, 1, 2e-5f);
+  run_tables({{23, 51}, {23, 7}, 6, 3, 13, 5}, 14, 2, 2e-5f);
+  // Sliding windows that start inside a tile and in a lane's own later tile.
+  run_tables({{90, 40}, {40, 3}, 4, 1, 16, 16, 21}, 15, 0, 2e-5f);
+  run_tables({{90}, {90}, 2, 2, 32, 8, 5}, 16, 1, 2e-5f);
+}
+
+void check_rows_alone_equal_batched(const Case& together) {
+  Built all = build(together, 21);
+  const PagedAttentionParams p = params_of(together);
+  ThreadPool pool(2), serial(1);
+  const int64_t row = 14 * 64;
+  for (const ops::cpu::KernelTable* t : tables()) {
+    std::vector<float> batched(all.q.size());
+    ops::cpu::run_paged_attention(*t, batch_of(all, p, all.q.data(), batched.data()), pool);
+    Built last5 = all;
+    last5.md.query_start_loc = {0, 5};
+    last5.md.seq_lens = {80};
+    last5.md.block_tables.assign(all.md.block_tables.begin() + all.md.max_blocks_per_seq,
+                                 all.md.block_tables.begin() + 2 * all.md.max_blocks_per_seq);
+    const int64_t first = 45 + 12;  // batch index of the sequence's 13th new token
+    std::vector<float> q(all.q.begin() + first * row, all.q.begin() + (first + 5) * row);
+    std::vector<float> alone(q.size());
+    ops::cpu::run_paged_attention(*t, batch_of(last5, p, q.data(), alone.data()), serial);
+    EXPECT_EQ(std::memcmp(alone.data(), batched.data() + first * row, alone.size() * sizeof(float)),
+              0)
+        << t->name;
+  }
+}
+
+// A row's result must not depend on what else is in the batch: the last 5
+// tokens of a sequence, computed as part of a 17-token prefill chunk beside
+// other sequences (so their rows share 16-lane items with other tokens) and
+// alone as a 5-token chunk on one thread, give the same bits.
+// With a sliding window the batched items also visit tiles that are wholly
+// outside these rows' windows, which must change nothing.
+TEST(PagedAttentionTest, RowResultsDoNotDependOnTheBatch) {
+  for (int window : {0, 21}) {
+    SCOPED_TRACE("sliding_window " + std::to_string(window));
+    check_rows_alone_equal_batched({{45, 80, 3}, {45, 17, 1}, 14, 2, 64, 16, window});
+  }
 }
 
 TEST(PagedAttentionTest, ReshapeAndCacheWritesSlots) {

@@ -77,6 +77,10 @@ void attention(const float* q, const float* k, const float* v, const AttentionSh
   cpu::run_attention(cpu::active_kernels(), q, k, v, shape, out, pool);
 }
 
+void paged_attention(const PagedAttentionBatch& batch, ThreadPool& pool) {
+  cpu::run_paged_attention(cpu::active_kernels(), batch, pool);
+}
+
 const char* cpu_backend_name() { return cpu::active_kernels().name; }
 
 namespace cpu {
@@ -194,6 +198,31 @@ void run_attention(const KernelTable& t, const float* q, const float* k, const f
       int64_t row = tok * shape.num_heads + i % shape.num_heads;
       t.attention_rows(q, k, v, shape, row, row + 1, buf, out);
     }
+  });
+}
+
+void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, ThreadPool& pool) {
+  STRATA_CHECK(b.num_kv_heads > 0 && b.num_heads % b.num_kv_heads == 0 && b.block_size > 0)
+      << "num_heads=" << b.num_heads << " num_kv_heads=" << b.num_kv_heads
+      << " block_size=" << b.block_size;
+  const int64_t group = b.num_heads / b.num_kv_heads;
+  // Items of the longest contexts first: workers claim chunks in order, so
+  // the short items fill in at the end.
+  std::vector<PagedAttentionItem> items;
+  for (int32_t s = 0; s < b.num_seqs; ++s) {
+    const int64_t rows = int64_t{b.query_start_loc[s + 1] - b.query_start_loc[s]} * group;
+    for (int64_t end = rows; end > 0; end -= kPagedAttentionLanes) {
+      const int64_t begin = std::max<int64_t>(0, end - kPagedAttentionLanes);
+      for (int64_t h = 0; h < b.num_kv_heads; ++h) {
+        items.push_back({s, static_cast<int32_t>(h), static_cast<int32_t>(begin),
+                         static_cast<int32_t>(end)});
+      }
+    }
+  }
+  const int64_t scratch_floats = paged_attention_scratch_floats(b.head_dim);
+  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end, int) {
+    float* buf = scratch<float, 5>(scratch_floats);
+    for (int64_t i = begin; i < end; ++i) t.paged_attention_item(b, items[i], buf);
   });
 }
 

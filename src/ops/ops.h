@@ -114,6 +114,32 @@ struct AttentionShape {
 void attention(const float* q, const float* k, const float* v, const AttentionShape& shape,
                float* out, ThreadPool& pool);
 
+// Attention over a paged KV cache (vLLM's layout) for a flat batch of
+// sequences: decode steps, prefill chunks and mixes of both in one call.
+// Sequence s owns query tokens [query_start_loc[s], query_start_loc[s+1]),
+// its last n_s positions: its context after this step is seq_lens[s] tokens.
+// Query head h reads kv head h / (num_heads / num_kv_heads); a token at
+// position p sees positions j <= p (and p - j < sliding_window when set).
+// Every K/V row a token sees must have been written (reshape_and_cache first).
+struct PagedAttentionBatch {
+  const float* q = nullptr;        // [num_tokens, num_heads, head_dim]
+  const float* k_cache = nullptr;  // [num_blocks, block_size, num_kv_heads, head_dim]
+  const float* v_cache = nullptr;  // same layout as k_cache
+  const int32_t* query_start_loc = nullptr;  // [num_seqs + 1]
+  const int32_t* seq_lens = nullptr;         // [num_seqs]
+  const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq]
+  int32_t num_seqs = 0;
+  int32_t max_blocks_per_seq = 0;
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
+  float scale = 1.0f;
+  int64_t sliding_window = 0;  // 0 = full causal attention
+  float* out = nullptr;        // [num_tokens, num_heads, head_dim]
+};
+// Numerics: f32 throughout, online softmax over key tiles of 16 absolute
+// positions; a query row's result depends only on its own q and context (not
+// on the other rows of the batch or the thread count).
+void paged_attention(const PagedAttentionBatch& batch, ThreadPool& pool);
+
 // Name of the implementation the dispatcher chose: "avx512_bf16+onednn",
 // "avx512_bf16" (built without oneDNN) or "generic" (no AVX-512 BF16, or
 // STRATA_CPU=generic). STRATA_NO_ONEDNN=1 keeps prefill on our own kernels.

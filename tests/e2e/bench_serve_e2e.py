@@ -61,8 +61,8 @@ def start_server(binary, model):
 
 def bench(binary, base, out_dir, name, *args):
     result = os.path.join(out_dir, name + ".json")
-    cmd = [binary, "bench", "serve", "--base-url", base, "--disable-tqdm", "--result-file",
-           result, *args]
+    cmd = [binary, "bench", "serve", "--base-url", base, "--disable-tqdm", "--save-detailed",
+           "--result-file", result, *args]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     print(f"$ {' '.join(cmd)}\n{run.stdout}{run.stderr}")
     check(run.returncode == 0, f"{name}: exit code {run.returncode}")

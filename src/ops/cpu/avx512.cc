@@ -683,6 +683,54 @@ void attention_rows(const float* q, const float* k, const float* v, const Attent
   }
 }
 
+// 16 f32 lanes for the paged attention kernel (paged_attention_kernel.h).
+struct V512 {
+  __m512 v;
+  static STRATA_INLINE V512 zero() { return {_mm512_setzero_ps()}; }
+  static STRATA_INLINE V512 set1(float x) { return {_mm512_set1_ps(x)}; }
+  static STRATA_INLINE V512 load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  static STRATA_INLINE void store(float* p, V512 a) { _mm512_storeu_ps(p, a.v); }
+  static STRATA_INLINE V512 add(V512 a, V512 b) { return {_mm512_add_ps(a.v, b.v)}; }
+  static STRATA_INLINE V512 sub(V512 a, V512 b) { return {_mm512_sub_ps(a.v, b.v)}; }
+  static STRATA_INLINE V512 mul(V512 a, V512 b) { return {_mm512_mul_ps(a.v, b.v)}; }
+  static STRATA_INLINE V512 max(V512 a, V512 b) { return {_mm512_max_ps(a.v, b.v)}; }
+  static STRATA_INLINE V512 fmadd(V512 a, V512 b, V512 c) {
+    return {_mm512_fmadd_ps(a.v, b.v, c.v)};
+  }
+  // e^x for x <= 0: 2^(x log2 e) as 2^k times a degree-6 polynomial of the
+  // remainder; exactly 0 below -87 (and for -inf), exactly 1 at 0.
+  static STRATA_INLINE V512 exp_nonpositive(V512 x) {
+    const __m512 lowest = _mm512_set1_ps(-87.0f);
+    const __m512 t = _mm512_mul_ps(_mm512_max_ps(x.v, lowest), _mm512_set1_ps(1.44269504088896341f));
+    const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, k), _mm512_set1_ps(0.693147180559945309f));
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    const __m512i bits = _mm512_add_epi32(_mm512_castps_si512(p),
+                                          _mm512_slli_epi32(_mm512_cvtps_epi32(k), 23));
+    const __mmask16 keep = _mm512_cmp_ps_mask(x.v, lowest, _CMP_GE_OQ);
+    return {_mm512_maskz_mov_ps(keep, _mm512_castsi512_ps(bits))};
+  }
+  static STRATA_INLINE V512 visible(V512 s, V512 first, V512 last, float key) {
+    const __m512 k = _mm512_set1_ps(key);
+    const __mmask16 m =
+        _mm512_cmp_ps_mask(first.v, k, _CMP_LE_OQ) & _mm512_cmp_ps_mask(k, last.v, _CMP_LE_OQ);
+    return {_mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), m, s.v)};
+  }
+};
+
+#include "ops/cpu/paged_attention_kernel.h"
+
+void paged_attention_item(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+                          float* scratch) {
+  paged_attention_item_impl<V512>(b, item, scratch);
+}
+
 constexpr KernelTable kAvx512 = {
 #ifdef STRATA_HAVE_ONEDNN
     "avx512_bf16+onednn",
@@ -701,6 +749,7 @@ constexpr KernelTable kAvx512 = {
     attention_rows,
     matmul_q8q8_range,
     x_to_q8,
+    paged_attention_item,
 };
 
 }  // namespace

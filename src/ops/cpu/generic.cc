@@ -124,9 +124,86 @@ void attention_rows(const float* q, const float* k, const float* v, const Attent
   }
 }
 
+// 16 f32 lanes as a plain array for the paged attention kernel
+// (paged_attention_kernel.h); the compiler vectorizes the lane loops with
+// whatever the baseline ISA has.
+struct VLanes {
+  float v[16];
+  static VLanes zero() { return set1(0.0f); }
+  static VLanes set1(float x) {
+    VLanes r;
+    for (float& e : r.v) e = x;
+    return r;
+  }
+  static VLanes load(const float* p) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) r.v[i] = p[i];
+    return r;
+  }
+  static void store(float* p, const VLanes& a) {
+    for (int i = 0; i < 16; ++i) p[i] = a.v[i];
+  }
+  template <class F>
+  static VLanes map(const VLanes& a, const VLanes& b, F f) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) r.v[i] = f(a.v[i], b.v[i]);
+    return r;
+  }
+  static VLanes add(const VLanes& a, const VLanes& b) {
+    return map(a, b, [](float x, float y) { return x + y; });
+  }
+  static VLanes sub(const VLanes& a, const VLanes& b) {
+    return map(a, b, [](float x, float y) { return x - y; });
+  }
+  static VLanes mul(const VLanes& a, const VLanes& b) {
+    return map(a, b, [](float x, float y) { return x * y; });
+  }
+  static VLanes max(const VLanes& a, const VLanes& b) {
+    return map(a, b, [](float x, float y) { return x > y ? x : y; });
+  }
+  static VLanes fmadd(const VLanes& a, const VLanes& b, const VLanes& c) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
+    return r;
+  }
+  // The same polynomial as the AVX-512 version (exactly 0 below -87, 1 at 0).
+  static VLanes exp_nonpositive(const VLanes& x) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) {
+      const float t = std::max(x.v[i], -87.0f) * 1.44269504088896341f;
+      const float k = std::nearbyint(t);
+      const float f = (t - k) * 0.693147180559945309f;
+      float p = 1.0f / 720.0f;
+      p = p * f + 1.0f / 120.0f;
+      p = p * f + 1.0f / 24.0f;
+      p = p * f + 1.0f / 6.0f;
+      p = p * f + 0.5f;
+      p = p * f + 1.0f;
+      p = p * f + 1.0f;
+      r.v[i] = x.v[i] < -87.0f ? 0.0f : std::ldexp(p, static_cast<int>(k));
+    }
+    return r;
+  }
+  static VLanes visible(const VLanes& s, const VLanes& first, const VLanes& last, float key) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) {
+      r.v[i] = first.v[i] <= key && key <= last.v[i] ? s.v[i] : -INFINITY;
+    }
+    return r;
+  }
+};
+
+#include "ops/cpu/paged_attention_kernel.h"
+
+void paged_attention_item(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+                          float* scratch) {
+  paged_attention_item_impl<VLanes>(b, item, scratch);
+}
+
 constexpr KernelTable kGeneric = {
     "generic", matmul_f32_range, matmul_bf16_range, nullptr,        x_to_bf16, rms_norm, rope_apply,
     silu_mul,  softmax,          add_inplace,       attention_rows, nullptr,   nullptr,
+    paged_attention_item,
 };
 
 }  // namespace

@@ -63,6 +63,21 @@ struct MatmulArgs {
   int64_t k_pad64 = 0;  // k rounded up to a multiple of 64
 };
 
+// One unit of paged attention work: query rows [row_begin, row_end) of one
+// sequence and kv head, where row = i * group + g for the sequence's i-th new
+// token and the g-th query head sharing the kv head; at most
+// kPagedAttentionLanes rows (they are processed as the lanes of one vector).
+struct PagedAttentionItem {
+  int32_t seq = 0;
+  int32_t kv_head = 0;
+  int32_t row_begin = 0, row_end = 0;
+};
+constexpr int64_t kPagedAttentionLanes = 16;
+// Floats of scratch one paged attention item needs.
+inline int64_t paged_attention_scratch_floats(int64_t head_dim) {
+  return (2 * head_dim + 2 * kPagedAttentionLanes + 4) * kPagedAttentionLanes;
+}
+
 struct KernelTable {
   const char* name;
   // Columns [n_begin, n_end) of y, kF32 mode.
@@ -101,6 +116,10 @@ struct KernelTable {
   // q = round-to-nearest-even(x * (1 / d)).
   void (*x_to_q8)(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq,
                   float* scales);
+  // One paged attention item: writes its rows of b.out. scratch holds
+  // paged_attention_scratch_floats(b.head_dim) floats.
+  void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+                               float* scratch);
 };
 
 const KernelTable& generic_kernels();
@@ -124,6 +143,7 @@ void run_rope(const KernelTable& t, float* x, const int32_t* positions, int64_t 
               int64_t num_heads, int64_t head_dim, const float* inv_freq, RopeStyle style);
 void run_attention(const KernelTable& t, const float* q, const float* k, const float* v,
                    const AttentionShape& shape, float* out, ThreadPool& pool);
+void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, ThreadPool& pool);
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)
