@@ -716,6 +716,46 @@ struct V512 {
     const __mmask16 keep = _mm512_cmp_ps_mask(x.v, lowest, _CMP_GE_OQ);
     return {_mm512_maskz_mov_ps(keep, _mm512_castsi512_ps(bits))};
   }
+  static STRATA_INLINE V512 visible_keys(V512 s, float tile, float first, float last) {
+    const __m512 keys = _mm512_add_ps(
+        _mm512_set1_ps(tile),
+        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_set1_ps(first), keys, _CMP_LE_OQ) &
+                        _mm512_cmp_ps_mask(keys, _mm512_set1_ps(last), _CMP_LE_OQ);
+    return {_mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), m, s.v)};
+  }
+  static STRATA_INLINE float reduce_add(V512 a) { return reduce1(a.v); }
+  static STRATA_INLINE float reduce_max(V512 a) {
+    __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a.v),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+    __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_max_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+  }
+  // Lane j = Σ a[j]: pairs interleaved within 128-bit lanes (ps, then pd),
+  // then the four 128-bit lanes summed by two 128-bit transposes.
+  static STRATA_INLINE V512 transpose_sum(const V512* a) {
+    __m512 p[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      p[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k].v, a[2 * k + 1].v),
+                           _mm512_unpackhi_ps(a[2 * k].v, a[2 * k + 1].v));
+    }
+    __m512 q[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512d x = _mm512_castps_pd(p[2 * k]), y = _mm512_castps_pd(p[2 * k + 1]);
+      q[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    const __m512 u01 = _mm512_add_ps(_mm512_shuffle_f32x4(q[0], q[1], 0x88),
+                                     _mm512_shuffle_f32x4(q[0], q[1], 0xDD));
+    const __m512 u23 = _mm512_add_ps(_mm512_shuffle_f32x4(q[2], q[3], 0x88),
+                                     _mm512_shuffle_f32x4(q[2], q[3], 0xDD));
+    return {_mm512_add_ps(_mm512_shuffle_f32x4(u01, u23, 0x88),
+                          _mm512_shuffle_f32x4(u01, u23, 0xDD))};
+  }
   static STRATA_INLINE V512 visible(V512 s, V512 first, V512 last, float key) {
     const __m512 k = _mm512_set1_ps(key);
     const __mmask16 m =
@@ -728,7 +768,7 @@ struct V512 {
 
 void paged_attention_item(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                           float* scratch) {
-  paged_attention_item_impl<V512>(b, item, scratch);
+  paged_attention_item_for<V512>(b, item, scratch);
 }
 
 constexpr KernelTable kAvx512 = {

@@ -184,6 +184,29 @@ struct VLanes {
     }
     return r;
   }
+  static VLanes visible_keys(const VLanes& s, float tile, float first, float last) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) {
+      const float key = tile + static_cast<float>(i);
+      r.v[i] = first <= key && key <= last ? s.v[i] : -INFINITY;
+    }
+    return r;
+  }
+  static float reduce_add(const VLanes& a) {
+    float s = 0.0f;
+    for (float e : a.v) s += e;
+    return s;
+  }
+  static float reduce_max(const VLanes& a) {
+    float m = a.v[0];
+    for (float e : a.v) m = e > m ? e : m;
+    return m;
+  }
+  static VLanes transpose_sum(const VLanes* a) {
+    VLanes r;
+    for (int j = 0; j < 16; ++j) r.v[j] = reduce_add(a[j]);
+    return r;
+  }
   static VLanes visible(const VLanes& s, const VLanes& first, const VLanes& last, float key) {
     VLanes r;
     for (int i = 0; i < 16; ++i) {
@@ -197,7 +220,7 @@ struct VLanes {
 
 void paged_attention_item(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                           float* scratch) {
-  paged_attention_item_impl<VLanes>(b, item, scratch);
+  paged_attention_item_for<VLanes>(b, item, scratch);
 }
 
 constexpr KernelTable kGeneric = {

@@ -6,8 +6,11 @@
 //
 // V provides: zero(), set1(f), load(p), store(p, v), add, sub, mul, max,
 // fmadd(a, b, c) = a * b + c, exp_nonpositive(v) (e^x for x <= 0, exactly 0
-// below -87, exactly 1 at 0), and visible(s, first, last, key): s in the
-// lanes with first <= key <= last, -inf elsewhere.
+// below -87, exactly 1 at 0), visible(s, first, last, key): s in the lanes
+// with first <= key <= last, -inf elsewhere; for the decode kernel also
+// visible_keys(s, tile, first, last) (lane j is key tile + j), reduce_add,
+// reduce_max, and transpose_sum(a[16]): lane j = the sum of a[j]'s lanes; all
+// reductions in one fixed order.
 //
 // One item = up to 16 query rows of one sequence and kv head, one row per
 // lane. Both products are vectorized across those rows, so nothing is
@@ -27,70 +30,102 @@
 constexpr int kLanes = static_cast<int>(kPagedAttentionLanes);
 constexpr float kNoScoreYet = -3.4028234663852886e38f;  // finite: e^(m - m) stays 1
 
-// The K or V row of `position` of sequence `seq` for kv head `kv_head`.
-STRATA_INLINE const float* paged_row(const float* cache, const PagedAttentionBatch& b,
-                                     int32_t seq, int64_t position, int64_t kv_head) {
-  const int32_t block = b.block_tables[int64_t{seq} * b.max_blocks_per_seq + position / b.block_size];
-  const int64_t slot = int64_t{block} * b.block_size + position % b.block_size;
-  return cache + (slot * b.num_kv_heads + kv_head) * b.head_dim;
+// rows[j] = the K (or V) row of key tile + j for keys in [j0, j1), else
+// `outside`. One division per tile: the keys walk the block table in order.
+STRATA_INLINE void tile_row_pointers(const float* cache, const PagedAttentionBatch& b, int32_t seq,
+                                     int64_t kv_head, int64_t tile, int64_t j0, int64_t j1,
+                                     const float* outside, const float** rows) {
+  const int32_t* table = b.block_tables + int64_t{seq} * b.max_blocks_per_seq;
+  const int64_t row_floats = b.num_kv_heads * b.head_dim;
+  auto block_base = [&](int64_t block_idx) {
+    return cache + (int64_t{table[block_idx]} * b.block_size * b.num_kv_heads + kv_head) * b.head_dim;
+  };
+  const int64_t start = tile > j0 ? tile : j0;
+  int64_t block_idx = start / b.block_size, offset = start % b.block_size;
+  const float* block = block_base(block_idx);
+  for (int j = 0; j < kLanes; ++j) {
+    const int64_t key = tile + j;
+    if (key < start || key >= j1) {
+      rows[j] = outside;
+      continue;
+    }
+    rows[j] = block + offset * row_floats;
+    if (++offset == b.block_size && key + 1 < j1) {
+      offset = 0;
+      block = block_base(++block_idx);
+    }
+  }
 }
 
-// The K (or V) rows of the 16 keys of the tile starting at `tile`; keys
-// outside [j0, j1) point at row j0 (their scores are masked, their weights 0),
-// so every tile runs the same fully unrolled 16-key code.
-STRATA_INLINE void tile_rows(const float* cache, const PagedAttentionBatch& b, int32_t seq,
-                             int64_t kv_head, int64_t tile, int64_t j0, int64_t j1,
-                             const float** rows) {
-  const float* fallback = paged_row(cache, b, seq, j0, kv_head);
+// Copies the K (or V) rows of the 16 keys of the tile starting at `tile` into
+// buf [16][dim], contiguous, so the products below address every key from one
+// pointer. Keys outside [j0, j1) get zero rows (their scores are masked and
+// their weights 0), so every tile runs the same fully unrolled 16-key code.
+STRATA_INLINE void copy_tile(const float* cache, const PagedAttentionBatch& b, int32_t seq,
+                             int64_t kv_head, int64_t tile, int64_t j0, int64_t j1, int64_t dim,
+                             float* buf) {
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  const float* rows[kLanes];
+  tile_row_pointers(cache, b, seq, kv_head, tile, j0, j1, nullptr, rows);
   for (int64_t j = 0; j < kLanes; ++j) {
-    const int64_t key = tile + j;
-    rows[j] = key >= j0 && key < j1 ? paged_row(cache, b, seq, key, kv_head) : fallback;
+    if (rows[j] != nullptr) {
+      __builtin_memcpy(buf + j * dim, rows[j], row_bytes);
+    } else {
+      __builtin_memset(buf + j * dim, 0, row_bytes);
+    }
   }
 }
 
 // scores[j][lane] = Σ_d qt[d][lane] · k[j][d] for the tile's 16 keys.
-template <class V>
-STRATA_INLINE void tile_scores(const float* const* k, const float* qt, int64_t dim, V* scores) {
+// kDim > 0: the head size as a constant (one base pointer, fixed offsets).
+template <class V, int kDim>
+STRATA_INLINE void tile_scores(const float* k, const float* qt, int64_t head_dim, V* scores) {
+  const int64_t dim = kDim > 0 ? kDim : head_dim;
 #pragma GCC unroll 16
   for (int j = 0; j < kLanes; ++j) scores[j] = V::zero();
   for (int64_t d = 0; d < dim; ++d) {
     const V q = V::load(qt + d * kLanes);
 #pragma GCC unroll 16
-    for (int j = 0; j < kLanes; ++j) scores[j] = V::fmadd(q, V::set1(k[j][d]), scores[j]);
+    for (int j = 0; j < kLanes; ++j) scores[j] = V::fmadd(q, V::set1(k[j * dim + d]), scores[j]);
   }
 }
 
-// ot[d][lane] += Σ_j p[j][lane] · v[j][d], 8 values of d at a time held in
-// registers across the tile's 16 keys.
-template <class V>
-STRATA_INLINE void tile_values(const float* const* v, const float* p, int64_t dim, float* ot) {
+// ot[d][lane] = ot[d][lane] · correction[lane] + Σ_j p[j][lane] · v[j][d],
+// 8 values of d at a time held in registers across the tile's 16 keys.
+template <class V, int kDim>
+STRATA_INLINE void tile_values(const float* v, const float* p, V correction, int64_t head_dim,
+                               float* ot) {
+  const int64_t dim = kDim > 0 ? kDim : head_dim;
   int64_t d = 0;
   for (; d + 8 <= dim; d += 8) {
     V o[8];
 #pragma GCC unroll 8
-    for (int e = 0; e < 8; ++e) o[e] = V::load(ot + (d + e) * kLanes);
+    for (int e = 0; e < 8; ++e) o[e] = V::mul(V::load(ot + (d + e) * kLanes), correction);
 #pragma GCC unroll 16
     for (int j = 0; j < kLanes; ++j) {
       const V pj = V::load(p + j * kLanes);
 #pragma GCC unroll 8
-      for (int e = 0; e < 8; ++e) o[e] = V::fmadd(pj, V::set1(v[j][d + e]), o[e]);
+      for (int e = 0; e < 8; ++e) o[e] = V::fmadd(pj, V::set1(v[j * dim + d + e]), o[e]);
     }
 #pragma GCC unroll 8
     for (int e = 0; e < 8; ++e) V::store(ot + (d + e) * kLanes, o[e]);
   }
+  if constexpr (kDim % 8 == 0 && kDim > 0) return;  // no tail
   for (; d < dim; ++d) {
-    V o = V::load(ot + d * kLanes);
+    V o = V::mul(V::load(ot + d * kLanes), correction);
 #pragma GCC unroll 16
-    for (int j = 0; j < kLanes; ++j) o = V::fmadd(V::load(p + j * kLanes), V::set1(v[j][d]), o);
+    for (int j = 0; j < kLanes; ++j) {
+      o = V::fmadd(V::load(p + j * kLanes), V::set1(v[j * dim + d]), o);
+    }
     V::store(ot + d * kLanes, o);
   }
 }
 
-template <class V>
+template <class V, int kDim>
 void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                float* scratch) {
   const int64_t group = b.num_heads / b.num_kv_heads;
-  const int64_t dim = b.head_dim;
+  const int64_t dim = kDim > 0 ? kDim : b.head_dim;
   const int32_t s = item.seq;
   const int64_t num_rows = item.row_end - item.row_begin;
   const int64_t first_token = b.query_start_loc[s];
@@ -103,6 +138,7 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
   float* lane_last = p + kLanes * kLanes;  // [16]: last visible position (-1 = no row)
   float* lane_first = lane_last + kLanes;  // [16]: first visible position
   float* out_l = lane_first + kLanes;      // [16]
+  float* kv = out_l + kLanes;              // [16 keys][dim]: a tile's K, then its V
 
   int64_t min_first = -1, max_last = -1;
   for (int64_t lane = 0; lane < kLanes; ++lane) {
@@ -131,12 +167,11 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
   const V last_v = V::load(lane_last), first_v = V::load(lane_first);
   V m = V::set1(kNoScoreYet), l = V::zero();
   V scores[kLanes];
-  const float* rows[kLanes];
   for (int64_t tile = min_first / kLanes * kLanes; tile <= max_last; tile += kLanes) {
     const int64_t j0 = tile > min_first ? tile : min_first;
     const int64_t j1 = tile + kLanes < max_last + 1 ? tile + kLanes : max_last + 1;
-    tile_rows(b.k_cache, b, s, item.kv_head, tile, j0, j1, rows);
-    tile_scores<V>(rows, qt, dim, scores);
+    copy_tile(b.k_cache, b, s, item.kv_head, tile, j0, j1, dim, kv);
+    tile_scores<V, kDim>(kv, qt, dim, scores);
     V tile_max = V::set1(-__builtin_inff());
 #pragma GCC unroll 16
     for (int j = 0; j < kLanes; ++j) {
@@ -154,11 +189,8 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
     }
     l = V::fmadd(l, correction, tile_sum);
     m = m_new;
-    for (int64_t d = 0; d < dim; ++d) {
-      V::store(ot + d * kLanes, V::mul(V::load(ot + d * kLanes), correction));
-    }
-    tile_rows(b.v_cache, b, s, item.kv_head, tile, j0, j1, rows);
-    tile_values<V>(rows, p, dim, ot);
+    copy_tile(b.v_cache, b, s, item.kv_head, tile, j0, j1, dim, kv);
+    tile_values<V, kDim>(kv, p, correction, dim, ot);
   }
 
   V::store(out_l, l);
@@ -168,5 +200,107 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
     float* o = b.out + ((first_token + row / group) * b.num_heads + head) * dim;
     const float inv = 1.0f / out_l[lane];
     for (int64_t d = 0; d < dim; ++d) o[d] = ot[d * kLanes + lane] * inv;
+  }
+}
+
+// Decode: a sequence with one new token. Its rows (the query heads of one kv
+// head) are too few to fill the lanes, so here the lanes run along head_dim
+// (a multiple of 16) and along keys instead: per row and tile, 16 dot
+// products whose sums transpose_sum packs into one vector of 16 key scores,
+// then o[d] += p[j] · v[j][d] with d in lanes. Reads each K/V row once per
+// item, like the bandwidth-bound step it is.
+template <class V, int kDim>
+void paged_attention_decode_impl(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+                                 float* scratch) {
+  const int64_t group = b.num_heads / b.num_kv_heads;
+  const int64_t dim = kDim > 0 ? kDim : b.head_dim;
+  const int64_t chunks = dim / kLanes;
+  const int32_t s = item.seq;
+  const int64_t token = b.query_start_loc[s];
+  const int64_t pos = b.seq_lens[s] - 1;
+  const int64_t first = b.sliding_window > 0 && pos - b.sliding_window + 1 > 0
+                            ? pos - b.sliding_window + 1
+                            : 0;
+  const int64_t num_rows = item.row_end - item.row_begin;
+  float* o_rows = scratch;                    // [rows][dim]
+  float* zero_row = o_rows + kLanes * dim;    // [dim] zeros: keys outside the range
+  float* p = zero_row + dim;                  // [16] weights of one row's tile
+  float* m = p + kLanes;                      // [rows] running max
+  float* l = m + kLanes;                      // [rows] running denominator
+  for (int64_t i = 0; i < num_rows * dim; ++i) o_rows[i] = 0.0f;
+  for (int64_t i = 0; i < dim; ++i) zero_row[i] = 0.0f;
+  for (int64_t r = 0; r < num_rows; ++r) {
+    m[r] = kNoScoreYet;
+    l[r] = 0.0f;
+  }
+  const float* q_rows = b.q + (token * b.num_heads + item.kv_head * group + item.row_begin) * dim;
+  const float* k[kLanes];
+  const float* v[kLanes];
+  for (int64_t tile = first / kLanes * kLanes; tile <= pos; tile += kLanes) {
+    tile_row_pointers(b.k_cache, b, s, item.kv_head, tile, first, pos + 1, zero_row, k);
+    tile_row_pointers(b.v_cache, b, s, item.kv_head, tile, first, pos + 1, zero_row, v);
+    for (int64_t r = 0; r < num_rows; ++r) {
+      const float* q = q_rows + r * dim;
+      V acc[kLanes];
+#pragma GCC unroll 16
+      for (int j = 0; j < kLanes; ++j) acc[j] = V::zero();
+      for (int64_t c = 0; c < chunks; ++c) {
+        const V qc = V::load(q + c * kLanes);
+#pragma GCC unroll 16
+        for (int j = 0; j < kLanes; ++j) acc[j] = V::fmadd(qc, V::load(k[j] + c * kLanes), acc[j]);
+      }
+      const V scores = V::visible_keys(V::mul(V::transpose_sum(acc), V::set1(b.scale)),
+                                       static_cast<float>(tile), static_cast<float>(first),
+                                       static_cast<float>(pos));
+      const float tile_max = V::reduce_max(scores);
+      const float m_new = m[r] > tile_max ? m[r] : tile_max;
+      float correction_lanes[kLanes];
+      V::store(correction_lanes, V::exp_nonpositive(V::set1(m[r] - m_new)));
+      const float correction = correction_lanes[0];
+      const V pv = V::exp_nonpositive(V::sub(scores, V::set1(m_new)));
+      V::store(p, pv);
+      l[r] = l[r] * correction + V::reduce_add(pv);
+      m[r] = m_new;
+      float* o = o_rows + r * dim;
+      for (int64_t c = 0; c < chunks; ++c) {
+        V oc = V::mul(V::load(o + c * kLanes), V::set1(correction));
+#pragma GCC unroll 16
+        for (int j = 0; j < kLanes; ++j) oc = V::fmadd(V::set1(p[j]), V::load(v[j] + c * kLanes), oc);
+        V::store(o + c * kLanes, oc);
+      }
+    }
+  }
+  for (int64_t r = 0; r < num_rows; ++r) {
+    float* out = b.out + (token * b.num_heads + item.kv_head * group + item.row_begin + r) * dim;
+    const float inv = 1.0f / l[r];
+    for (int64_t d = 0; d < dim; ++d) out[d] = o_rows[r * dim + d] * inv;
+  }
+}
+
+// The item kernel for this head size: 64 and 128 with the size as a constant.
+// A sequence with one new token takes the decode kernel (when head_dim is a
+// multiple of 16); a token's kernel depends only on its own sequence's step.
+template <class V>
+void paged_attention_item_for(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+                              float* scratch) {
+  const bool decode = b.query_start_loc[item.seq + 1] - b.query_start_loc[item.seq] == 1 &&
+                      b.head_dim % kLanes == 0;
+  if (decode) {
+    switch (b.head_dim) {
+      case 64:
+        return paged_attention_decode_impl<V, 64>(b, item, scratch);
+      case 128:
+        return paged_attention_decode_impl<V, 128>(b, item, scratch);
+      default:
+        return paged_attention_decode_impl<V, 0>(b, item, scratch);
+    }
+  }
+  switch (b.head_dim) {
+    case 64:
+      return paged_attention_item_impl<V, 64>(b, item, scratch);
+    case 128:
+      return paged_attention_item_impl<V, 128>(b, item, scratch);
+    default:
+      return paged_attention_item_impl<V, 0>(b, item, scratch);
   }
 }
