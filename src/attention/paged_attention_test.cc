@@ -240,6 +240,41 @@ TEST(PagedAttentionTest, RowResultsDoNotDependOnTheBatch) {
   }
 }
 
+// The invariant "reused KV == recomputed KV" needs a decoded token (one new
+// token: the decode kernel) to give the same bits as the same token computed
+// in a prefill chunk (the lane kernel), for every head grouping it serves.
+void check_decode_equals_prefill(int heads, int kv_heads, int dim, int window) {
+  const int ctx = 93;
+  const Case chunk{{ctx}, {6}, heads, kv_heads, dim, 16, window};
+  Built b = build(chunk, 31);
+  const PagedAttentionParams p = params_of(chunk);
+  ThreadPool pool(2);
+  const int64_t row = int64_t{heads} * dim;
+  for (const ops::cpu::KernelTable* t : tables()) {
+    std::vector<float> prefill(b.q.size());
+    ops::cpu::run_paged_attention(*t, batch_of(b, p, b.q.data(), prefill.data()), pool);
+    Built one = b;
+    one.md.query_start_loc = {0, 1};
+    std::vector<float> q(b.q.end() - row, b.q.end()), decoded(q.size());
+    ops::cpu::run_paged_attention(*t, batch_of(one, p, q.data(), decoded.data()), pool);
+    EXPECT_EQ(std::memcmp(decoded.data(), prefill.data() + 5 * row, decoded.size() * sizeof(float)),
+              0)
+        << t->name << " heads " << heads << "/" << kv_heads << " dim " << dim;
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      ASSERT_NEAR(decoded[i], b.expected[5 * row + i], 2e-5) << t->name << ", element " << i;
+    }
+  }
+}
+
+TEST(PagedAttentionTest, DecodedTokenEqualsTheSameTokenInAPrefillChunk) {
+  check_decode_equals_prefill(8, 4, 64, 0);    // 2 rows per item
+  check_decode_equals_prefill(14, 2, 64, 0);   // 7
+  check_decode_equals_prefill(12, 3, 128, 0);  // 4, head_dim 128
+  check_decode_equals_prefill(12, 1, 32, 0);   // 12 rows (16-row variant), runtime head_dim
+  check_decode_equals_prefill(20, 1, 16, 0);   // 20 rows: two items
+  check_decode_equals_prefill(8, 2, 64, 37);   // sliding window
+}
+
 TEST(PagedAttentionTest, ReshapeAndCacheWritesSlots) {
   AttentionMetadata md;
   md.slot_mapping = {5, 0};

@@ -724,37 +724,38 @@ struct V512 {
                         _mm512_cmp_ps_mask(keys, _mm512_set1_ps(last), _CMP_LE_OQ);
     return {_mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), m, s.v)};
   }
-  static STRATA_INLINE float reduce_add(V512 a) { return reduce1(a.v); }
-  static STRATA_INLINE float reduce_max(V512 a) {
-    __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a.v),
-                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
-    __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_max_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
-  }
-  // Lane j = Σ a[j]: pairs interleaved within 128-bit lanes (ps, then pd),
-  // then the four 128-bit lanes summed by two 128-bit transposes.
-  static STRATA_INLINE V512 transpose_sum(const V512* a) {
-    __m512 p[8];
+  static STRATA_INLINE float reduce_max(V512 a) { return _mm512_reduce_max_ps(a.v); }
+  // a[i] lane j <- a[j] lane i: 32-bit, then 64-bit interleaves within 128-bit
+  // lanes, then two 128-bit lane shuffles.
+  static STRATA_INLINE void transpose16(V512* a) {
+    __m512 t[16], u[16];
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      p[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k].v, a[2 * k + 1].v),
-                           _mm512_unpackhi_ps(a[2 * k].v, a[2 * k + 1].v));
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(a[2 * i].v, a[2 * i + 1].v);
+      t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i].v, a[2 * i + 1].v);
     }
-    __m512 q[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+      const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+      u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+      u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+      u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+      u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    // u[4i + k], 128-bit lane L: column 4L + k of rows 4i..4i+3. Column c =
+    // 4L + k is lane L of u[k], u[4 + k], u[8 + k], u[12 + k].
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const __m512d x = _mm512_castps_pd(p[2 * k]), y = _mm512_castps_pd(p[2 * k + 1]);
-      q[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
-                           _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+      const __m512 x01l = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44);
+      const __m512 x01h = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xEE);
+      const __m512 x23l = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
+      const __m512 x23h = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xEE);
+      a[k].v = _mm512_shuffle_f32x4(x01l, x23l, 0x88);
+      a[4 + k].v = _mm512_shuffle_f32x4(x01l, x23l, 0xDD);
+      a[8 + k].v = _mm512_shuffle_f32x4(x01h, x23h, 0x88);
+      a[12 + k].v = _mm512_shuffle_f32x4(x01h, x23h, 0xDD);
     }
-    const __m512 u01 = _mm512_add_ps(_mm512_shuffle_f32x4(q[0], q[1], 0x88),
-                                     _mm512_shuffle_f32x4(q[0], q[1], 0xDD));
-    const __m512 u23 = _mm512_add_ps(_mm512_shuffle_f32x4(q[2], q[3], 0x88),
-                                     _mm512_shuffle_f32x4(q[2], q[3], 0xDD));
-    return {_mm512_add_ps(_mm512_shuffle_f32x4(u01, u23, 0x88),
-                          _mm512_shuffle_f32x4(u01, u23, 0xDD))};
   }
   static STRATA_INLINE V512 visible(V512 s, V512 first, V512 last, float key) {
     const __m512 k = _mm512_set1_ps(key);

@@ -192,20 +192,15 @@ struct VLanes {
     }
     return r;
   }
-  static float reduce_add(const VLanes& a) {
-    float s = 0.0f;
-    for (float e : a.v) s += e;
-    return s;
-  }
   static float reduce_max(const VLanes& a) {
     float m = a.v[0];
     for (float e : a.v) m = e > m ? e : m;
     return m;
   }
-  static VLanes transpose_sum(const VLanes* a) {
-    VLanes r;
-    for (int j = 0; j < 16; ++j) r.v[j] = reduce_add(a[j]);
-    return r;
+  static void transpose16(VLanes* a) {
+    for (int i = 0; i < 16; ++i) {
+      for (int j = i + 1; j < 16; ++j) std::swap(a[i].v[j], a[j].v[i]);
+    }
   }
   static VLanes visible(const VLanes& s, const VLanes& first, const VLanes& last, float key) {
     VLanes r;

@@ -8,9 +8,8 @@
 // fmadd(a, b, c) = a * b + c, exp_nonpositive(v) (e^x for x <= 0, exactly 0
 // below -87, exactly 1 at 0), visible(s, first, last, key): s in the lanes
 // with first <= key <= last, -inf elsewhere; for the decode kernel also
-// visible_keys(s, tile, first, last) (lane j is key tile + j), reduce_add,
-// reduce_max, and transpose_sum(a[16]): lane j = the sum of a[j]'s lanes; all
-// reductions in one fixed order.
+// visible_keys(s, tile, first, last) (lane j is key tile + j), reduce_max and
+// transpose16(a[16]) (a 16 x 16 transpose in place).
 //
 // One item = up to 16 query rows of one sequence and kv head, one row per
 // lane. Both products are vectorized across those rows, so nothing is
@@ -204,13 +203,15 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
 }
 
 // Decode: a sequence with one new token. Its rows (the query heads of one kv
-// head) are too few to fill the lanes, so here the lanes run along head_dim
-// (a multiple of 16) and along keys instead: per row and tile, 16 dot
-// products whose sums transpose_sum packs into one vector of 16 key scores,
-// then o[d] += p[j] · v[j][d] with d in lanes. Reads each K/V row once per
-// item, like the bandwidth-bound step it is.
-template <class V, int kDim>
-void paged_attention_decode_impl(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+// head) are too few to fill 16 lanes, so here the lanes run along keys for
+// Q·Kᵀ (the K tile transposed to kt[d][key] in scratch) and along head_dim
+// for P·V. Every score, weight and output element goes through exactly the
+// operations of paged_attention_item_impl in the same order (fma over d in
+// order, the same exp, tile sums left to right, o·c then fma over keys in
+// order), so a token decoded here gives the same bits as the same token in a
+// prefill chunk: reloaded or recomputed KV equals decoded KV.
+template <class V, int kDim, int kRows>
+void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                  float* scratch) {
   const int64_t group = b.num_heads / b.num_kv_heads;
   const int64_t dim = kDim > 0 ? kDim : b.head_dim;
@@ -222,62 +223,88 @@ void paged_attention_decode_impl(const PagedAttentionBatch& b, const PagedAttent
                             ? pos - b.sliding_window + 1
                             : 0;
   const int64_t num_rows = item.row_end - item.row_begin;
-  float* o_rows = scratch;                    // [rows][dim]
-  float* zero_row = o_rows + kLanes * dim;    // [dim] zeros: keys outside the range
-  float* p = zero_row + dim;                  // [16] weights of one row's tile
-  float* m = p + kLanes;                      // [rows] running max
-  float* l = m + kLanes;                      // [rows] running denominator
-  for (int64_t i = 0; i < num_rows * dim; ++i) o_rows[i] = 0.0f;
-  for (int64_t i = 0; i < dim; ++i) zero_row[i] = 0.0f;
-  for (int64_t r = 0; r < num_rows; ++r) {
-    m[r] = kNoScoreYet;
-    l[r] = 0.0f;
-  }
+  float* qs = scratch;                 // [kRows][dim]: scale · q (zero rows past num_rows)
+  float* o_rows = qs + kRows * dim;    // [kRows][dim]
+  float* kt = o_rows + kRows * dim;    // [dim][16]: the tile's K, transposed
+  float* zero_row = kt + dim * kLanes; // [dim] zeros: keys outside the range
+  float* p = zero_row + dim;           // [kRows][16] weights of the tile
   const float* q_rows = b.q + (token * b.num_heads + item.kv_head * group + item.row_begin) * dim;
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t d = 0; d < dim; ++d) {
+      qs[r * dim + d] = r < num_rows ? q_rows[r * dim + d] * b.scale : 0.0f;
+      o_rows[r * dim + d] = 0.0f;
+    }
+  }
+  for (int64_t d = 0; d < dim; ++d) zero_row[d] = 0.0f;
+  V m[kRows], l[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    m[r] = V::set1(kNoScoreYet);  // every lane the row's running max
+    l[r] = V::zero();
+  }
   const float* k[kLanes];
   const float* v[kLanes];
   for (int64_t tile = first / kLanes * kLanes; tile <= pos; tile += kLanes) {
     tile_row_pointers(b.k_cache, b, s, item.kv_head, tile, first, pos + 1, zero_row, k);
     tile_row_pointers(b.v_cache, b, s, item.kv_head, tile, first, pos + 1, zero_row, v);
-    for (int64_t r = 0; r < num_rows; ++r) {
-      const float* q = q_rows + r * dim;
-      V acc[kLanes];
+    for (int64_t c = 0; c < chunks; ++c) {
+      V rows[kLanes];
 #pragma GCC unroll 16
-      for (int j = 0; j < kLanes; ++j) acc[j] = V::zero();
-      for (int64_t c = 0; c < chunks; ++c) {
-        const V qc = V::load(q + c * kLanes);
+      for (int j = 0; j < kLanes; ++j) rows[j] = V::load(k[j] + c * kLanes);
+      V::transpose16(rows);
 #pragma GCC unroll 16
-        for (int j = 0; j < kLanes; ++j) acc[j] = V::fmadd(qc, V::load(k[j] + c * kLanes), acc[j]);
-      }
-      const V scores = V::visible_keys(V::mul(V::transpose_sum(acc), V::set1(b.scale)),
-                                       static_cast<float>(tile), static_cast<float>(first),
-                                       static_cast<float>(pos));
-      const float tile_max = V::reduce_max(scores);
-      const float m_new = m[r] > tile_max ? m[r] : tile_max;
-      float correction_lanes[kLanes];
-      V::store(correction_lanes, V::exp_nonpositive(V::set1(m[r] - m_new)));
-      const float correction = correction_lanes[0];
-      const V pv = V::exp_nonpositive(V::sub(scores, V::set1(m_new)));
-      V::store(p, pv);
-      l[r] = l[r] * correction + V::reduce_add(pv);
+      for (int i = 0; i < kLanes; ++i) V::store(kt + (c * kLanes + i) * kLanes, rows[i]);
+    }
+    V scores[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) scores[r] = V::zero();
+    for (int64_t d = 0; d < dim; ++d) {
+      const V kd = V::load(kt + d * kLanes);
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) scores[r] = V::fmadd(V::set1(qs[r * dim + d]), kd, scores[r]);
+    }
+    for (int r = 0; r < num_rows; ++r) {
+      const V sc = V::visible_keys(scores[r], static_cast<float>(tile), static_cast<float>(first),
+                                   static_cast<float>(pos));
+      const V m_new = V::max(m[r], V::set1(V::reduce_max(sc)));
+      const V correction = V::exp_nonpositive(V::sub(m[r], m_new));
+      const V pv = V::exp_nonpositive(V::sub(sc, m_new));
+      float* pr = p + r * kLanes;
+      V::store(pr, pv);
+      float tile_sum = 0.0f;
+      for (int j = 0; j < kLanes; ++j) tile_sum += pr[j];  // left to right, as the lane kernel
+      l[r] = V::fmadd(l[r], correction, V::set1(tile_sum));
       m[r] = m_new;
       float* o = o_rows + r * dim;
       for (int64_t c = 0; c < chunks; ++c) {
-        V oc = V::mul(V::load(o + c * kLanes), V::set1(correction));
+        V oc = V::mul(V::load(o + c * kLanes), correction);
 #pragma GCC unroll 16
-        for (int j = 0; j < kLanes; ++j) oc = V::fmadd(V::set1(p[j]), V::load(v[j] + c * kLanes), oc);
+        for (int j = 0; j < kLanes; ++j) {
+          oc = V::fmadd(V::set1(pr[j]), V::load(v[j] + c * kLanes), oc);
+        }
         V::store(o + c * kLanes, oc);
       }
     }
   }
+  float l_lanes[kLanes];
   for (int64_t r = 0; r < num_rows; ++r) {
+    V::store(l_lanes, l[r]);
     float* out = b.out + (token * b.num_heads + item.kv_head * group + item.row_begin + r) * dim;
-    const float inv = 1.0f / l[r];
+    const float inv = 1.0f / l_lanes[0];
     for (int64_t d = 0; d < dim; ++d) out[d] = o_rows[r * dim + d] * inv;
   }
 }
 
-// The item kernel for this head size: 64 and 128 with the size as a constant.
+// The decode kernel with room for the item's rows (2, 4, 8 or 16).
+template <class V, int kDim>
+void paged_attention_decode_impl(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+                                 float* scratch) {
+  const int64_t rows = item.row_end - item.row_begin;
+  if (rows <= 2) return paged_attention_decode_rows<V, kDim, 2>(b, item, scratch);
+  if (rows <= 4) return paged_attention_decode_rows<V, kDim, 4>(b, item, scratch);
+  if (rows <= 8) return paged_attention_decode_rows<V, kDim, 8>(b, item, scratch);
+  return paged_attention_decode_rows<V, kDim, 16>(b, item, scratch);
+}
+
 // A sequence with one new token takes the decode kernel (when head_dim is a
 // multiple of 16); a token's kernel depends only on its own sequence's step.
 template <class V>
