@@ -130,6 +130,9 @@ run_one() {  # run_one ENGINE N
     --multi-turn-round-len 256 --multi-turn-output-len 32 --max-concurrency 4 --ignore-eos \
     --seed 7 --label "$engine" --result-file "$RESULTS/$engine-n$n.json" \
     | grep -E "throughput|Mean TTFT|Mean TPOT|Failed" >&2
+  if [[ "$engine" == strata* ]]; then  # where its engine thread's time went
+    curl -s "http://127.0.0.1:$port/metrics" > "$RESULTS/$engine-n$n.metrics" || true
+  fi
   stop_server
 }
 
@@ -177,4 +180,19 @@ for n in levels:
         ratio = "".join(f"{(r[a][k] / r[b][k]) if r[b][k] else float('nan'):13.2f}x"
                         for k, _ in cols)
         print(f"{n:>4}  {a + '/' + b:<16}{ratio}")
+for n in levels:
+    for engine in engines:
+        path = os.path.join(results, f"{engine}-n{n}.metrics")
+        if not os.path.exists(path):
+            continue
+        phases = {}
+        with open(path) as f:
+            for line in f:
+                if line.startswith("strata:engine_step_seconds_total{"):
+                    phase = line.split('phase="')[1].split('"')[0]
+                    phases[phase] = float(line.rsplit(" ", 1)[1])
+        total = sum(phases.values())
+        if total > 0:
+            split = ", ".join(f"{k} {v:.1f} s ({100 * v / total:.0f}%)" for k, v in phases.items())
+            print(f"{n:>4}  {engine}: engine thread {split}")
 PYEOF

@@ -190,7 +190,7 @@ Status EngineCore::add_request(EngineRequest request) {
   r->skip_prefix_cache = request.num_prompt_logprobs >= 0;
   r->kv_transfer = std::move(request.kv_transfer);
   STRATA_RETURN_IF_ERROR(scheduler_.add_request(std::move(r)));
-  arrival_[request.request_id] = std::chrono::steady_clock::now();
+  times_[request.request_id] = {.arrival = std::chrono::steady_clock::now()};
   runner_.add_request(key, request.sampling, request.num_top_logprobs,
                       request.num_prompt_logprobs);
   return Status();
@@ -200,9 +200,7 @@ bool EngineCore::finish_request(const std::string& request_id, scheduler::Reques
   const scheduler::Request* r = scheduler_.find(request_id);
   if (r == nullptr) return false;
   if (!scheduler_.finish_request(request_id, status)) return false;
-  pending_prompt_logprobs_.erase(request_id);
-  arrival_.erase(request_id);
-  pending_queue_time_.erase(request_id);
+  pending_prompt_logprobs_.erase(request_id);  // times_: the final output reports them
   RequestOutput out;
   out.request_id = request_id;
   out.finished = true;
@@ -215,15 +213,23 @@ bool EngineCore::finish_request(const std::string& request_id, scheduler::Reques
 }
 
 std::vector<RequestOutput> EngineCore::step() {
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   std::vector<RequestOutput> outputs;
   outputs.swap(aborted_);
+  Clock::time_point t = Clock::now();
   if (connector_ != nullptr) {
     for (const offload::FinishedLoad& load : connector_->poll()) {
       scheduler_.finish_kv_load(load.request_id, load.num_tokens);
     }
+    step_times_.kv_transfer_s += seconds_since(t);
+    t = Clock::now();
   }
   scheduler::SchedulerOutput plan = scheduler_.schedule();
   for (kv::RequestKey key : plan.finished_request_keys) runner_.remove_request(key);
+  step_times_.schedule_s += seconds_since(t);
   if (plan.scheduled.empty()) {
     scheduler_.release_finished();
     publish_kv_events();
@@ -231,19 +237,28 @@ std::vector<RequestOutput> EngineCore::step() {
     if (connector_ != nullptr && has_unfinished_requests()) {
       connector_->wait_for_progress(std::chrono::milliseconds(2));
     }
+    time_outputs(outputs);
     return outputs;
   }
   ++num_steps_;
-  const auto now = std::chrono::steady_clock::now();
+  record_step(plan.total_num_scheduled_tokens);
+  const Clock::time_point now = Clock::now();
   for (const scheduler::ScheduledRequest& s : plan.scheduled) {
-    auto it = arrival_.find(s.request->request_id());
-    if (it == arrival_.end()) continue;
-    pending_queue_time_[it->first] = std::chrono::duration<double>(now - it->second).count();
-    arrival_.erase(it);
+    auto it = times_.find(s.request->request_id());
+    if (it == times_.end() || it->second.is_scheduled) continue;
+    it->second.is_scheduled = true;
+    it->second.scheduled = now;
   }
+  t = Clock::now();
   runner::StepResult step = runner_.execute(plan, kv_);
+  step_times_.forward_s += seconds_since(t);
   // The forward pass is complete: its full chunks may be copied out now.
-  if (connector_ != nullptr) connector_->store_computed(plan);
+  if (connector_ != nullptr) {
+    t = Clock::now();
+    connector_->store_computed(plan);
+    step_times_.kv_transfer_s += seconds_since(t);
+  }
+  t = Clock::now();
   std::vector<runner::SampledToken>& sampled = step.sampled;
   std::vector<int32_t> ids(sampled.size());
   for (size_t i = 0; i < sampled.size(); ++i) {
@@ -261,10 +276,6 @@ std::vector<RequestOutput> EngineCore::step() {
     RequestOutput out;
     out.request_id = u.request->request_id();
     out.new_tokens.push_back(std::move(sampled[next]));
-    if (auto q = pending_queue_time_.find(out.request_id); q != pending_queue_time_.end()) {
-      out.queue_time_s = q->second;
-      pending_queue_time_.erase(q);
-    }
     if (auto p = pending_prompt_logprobs_.find(out.request_id);
         p != pending_prompt_logprobs_.end()) {
       out.prompt_logprobs = std::move(p->second);
@@ -280,12 +291,57 @@ std::vector<RequestOutput> EngineCore::step() {
   }
   scheduler_.release_finished();
   publish_kv_events();
+  time_outputs(outputs);
+  step_times_.update_s += seconds_since(t);
   return outputs;
+}
+
+void EngineCore::record_step(int64_t num_tokens) {
+  const std::vector<int64_t>& bounds = iteration_token_buckets();
+  if (iteration_tokens_counts_.empty()) iteration_tokens_counts_.assign(bounds.size() + 1, 0);
+  size_t bucket = 0;
+  while (bucket < bounds.size() && num_tokens > bounds[bucket]) ++bucket;
+  ++iteration_tokens_counts_[bucket];
+  iteration_tokens_sum_ += num_tokens;
+}
+
+// Stamps queue / prefill time on each request's first output with a token,
+// decode / inference time on its final output, and forgets finished requests.
+void EngineCore::time_outputs(std::vector<RequestOutput>& outputs) {
+  const auto now = std::chrono::steady_clock::now();
+  auto seconds = [](auto from, auto to) { return std::chrono::duration<double>(to - from).count(); };
+  for (RequestOutput& out : outputs) {
+    auto it = times_.find(out.request_id);
+    if (it == times_.end()) continue;
+    RequestTimes& r = it->second;
+    const bool has_token = !out.new_tokens.empty() && out.new_tokens.front().token_id >= 0;
+    if (r.is_scheduled && !r.reported_start) {
+      r.reported_start = true;
+      out.queue_time_s = seconds(r.arrival, r.scheduled);
+    }
+    if (has_token && !r.has_first_token) {
+      r.has_first_token = true;
+      r.first_token = now;
+      out.prefill_time_s = seconds(r.scheduled, now);
+    }
+    if (!out.finished) continue;
+    if (r.has_first_token) {
+      out.decode_time_s = seconds(r.first_token, now);
+      out.inference_time_s = seconds(r.scheduled, now);
+    }
+    times_.erase(it);
+  }
 }
 
 EngineStats EngineCore::stats() const {
   EngineStats s;
   s.num_steps = num_steps_;
+  s.iteration_tokens_counts = iteration_tokens_counts_;
+  if (s.iteration_tokens_counts.empty()) {
+    s.iteration_tokens_counts.assign(iteration_token_buckets().size() + 1, 0);
+  }
+  s.iteration_tokens_sum = iteration_tokens_sum_;
+  s.step_times = step_times_;
   s.num_forward_tokens = runner_.num_forward_tokens();
   s.num_prompt_tokens_computed = scheduler_.stats().num_prompt_tokens_computed;
   s.num_generation_tokens = scheduler_.stats().num_generation_tokens;

@@ -69,8 +69,31 @@ struct RequestOutput {
   int64_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
   int64_t num_output_tokens = 0;
   // On the request's first output: seconds from add_request() to its first
-  // scheduling (vllm:request_queue_time_seconds); -1 on later outputs.
+  // scheduling (vllm:request_queue_time_seconds) and from then to the end of
+  // the step that sampled its first token (vllm:request_prefill_time_seconds);
+  // -1 on later outputs.
   double queue_time_s = -1.0;
+  double prefill_time_s = -1.0;
+  // On the final output of a request that produced a token: first token to
+  // the end (vllm:request_decode_time_seconds) and first scheduling to the end
+  // (vllm:request_inference_time_seconds); -1 otherwise.
+  double decode_time_s = -1.0;
+  double inference_time_s = -1.0;
+};
+
+// Tokens per engine step, as vLLM's vllm:iteration_tokens_total buckets.
+inline const std::vector<int64_t>& iteration_token_buckets() {
+  static const std::vector<int64_t> kBuckets = {1,   8,    16,   32,   64,   128,  256,
+                                                512, 1024, 2048, 4096, 8192, 16384};
+  return kBuckets;
+}
+
+// Where the engine thread's time goes, summed over all steps (seconds).
+struct StepTimes {
+  double schedule_s = 0;     // scheduler (and connector lookups it asks for)
+  double forward_s = 0;      // model forward pass and sampling (runner)
+  double update_s = 0;       // appending tokens, finishing requests, outputs, KV events
+  double kv_transfer_s = 0;  // polling and submitting tier copies
 };
 
 struct EngineStats {
@@ -93,6 +116,11 @@ struct EngineStats {
   int64_t prompt_tokens_external = 0;
   bool offload_enabled = false;
   offload::ConnectorStats offload;
+  // Steps by tokens computed: counts[i] = steps with at most
+  // iteration_token_buckets()[i] tokens (not cumulative; last = above all).
+  std::vector<int64_t> iteration_tokens_counts;
+  int64_t iteration_tokens_sum = 0;
+  StepTimes step_times;
 };
 
 class EngineCore {
@@ -149,11 +177,20 @@ class EngineCore {
   std::vector<RequestOutput> aborted_;
   // Prompt logprobs gathered over prefill chunks, until the first token.
   std::unordered_map<std::string, std::vector<runner::PromptLogprob>> pending_prompt_logprobs_;
-  // add_request() time until first scheduled; then the queue time until the
-  // request's first output carries it.
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> arrival_;
-  std::unordered_map<std::string, double> pending_queue_time_;
+  void record_step(int64_t num_tokens);
+  void time_outputs(std::vector<RequestOutput>& outputs);
+
+  // Per request: when it arrived, was first scheduled and produced its first
+  // token (for the queue / prefill / decode / inference histograms).
+  struct RequestTimes {
+    std::chrono::steady_clock::time_point arrival, scheduled, first_token;
+    bool is_scheduled = false, has_first_token = false, reported_start = false;
+  };
+  std::unordered_map<std::string, RequestTimes> times_;
   int64_t num_steps_ = 0;
+  std::vector<int64_t> iteration_tokens_counts_;
+  int64_t iteration_tokens_sum_ = 0;
+  StepTimes step_times_;
   // Declared last: destroyed first, while the pool and arena it copies still exist.
   std::unique_ptr<offload::OffloadingConnector> connector_;
 };

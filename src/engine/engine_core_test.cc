@@ -258,6 +258,44 @@ TEST_F(EngineInvariantTest, AbortFreesAndReportsAbort) {
   EXPECT_FALSE((*core)->has_unfinished_requests());
 }
 
+// vLLM's per-request phase histograms and tokens per step: the first output
+// carries queue and prefill time, the final one decode and inference time
+// (= prefill + decode, measured from the same instants), and every step is
+// counted once in the iteration-tokens buckets.
+TEST_F(EngineInvariantTest, OutputsCarryPhaseTimesAndStepsAreCounted) {
+  ThreadPool pool(2);
+  EngineConfig cfg = config(256);
+  cfg.scheduler.max_num_batched_tokens = 16;  // a 30-token prompt takes two steps
+  auto core = EngineCore::create(*model_, cfg, pool);
+  ASSERT_TRUE(core.ok());
+  ASSERT_TRUE((*core)->add_request(greedy("a", random_prompt(30, 1), 5)).ok());
+  std::vector<RequestOutput> outs;
+  while ((*core)->has_unfinished_requests()) {
+    for (RequestOutput& o : (*core)->step()) outs.push_back(std::move(o));
+  }
+  ASSERT_EQ(outs.size(), 5u);
+  EXPECT_GE(outs[0].queue_time_s, 0.0);
+  EXPECT_GT(outs[0].prefill_time_s, 0.0);
+  for (size_t i = 1; i < outs.size(); ++i) {
+    EXPECT_LT(outs[i].queue_time_s, 0.0);
+    EXPECT_LT(outs[i].prefill_time_s, 0.0);
+  }
+  for (size_t i = 0; i + 1 < outs.size(); ++i) EXPECT_LT(outs[i].decode_time_s, 0.0);
+  const RequestOutput& last = outs.back();
+  ASSERT_TRUE(last.finished);
+  EXPECT_GT(last.decode_time_s, 0.0);
+  EXPECT_NEAR(last.inference_time_s, outs[0].prefill_time_s + last.decode_time_s, 1e-9);
+  const EngineStats s = (*core)->stats();
+  ASSERT_EQ(s.iteration_tokens_counts.size(), iteration_token_buckets().size() + 1);
+  int64_t steps = 0;
+  for (int64_t c : s.iteration_tokens_counts) steps += c;
+  EXPECT_EQ(steps, s.num_steps);
+  EXPECT_EQ(steps, 2 + 4);  // two prefill chunks (16 + 14 tokens), four decodes
+  EXPECT_EQ(s.iteration_tokens_counts[0], 4);  // the decodes: 1 token each
+  EXPECT_EQ(s.iteration_tokens_sum, 30 + 4);
+  EXPECT_GT(s.step_times.forward_s, 0.0);
+}
+
 TEST_F(EngineInvariantTest, RejectsBadRequestsWithPreciseErrors) {
   ThreadPool pool(1);
   EngineConfig cfg = config(256);

@@ -117,7 +117,7 @@ void GenerationJob::record_metrics(Choice& c, const engine::RequestOutput& out) 
   auto now = std::chrono::steady_clock::now();
   int64_t num_new = 0;
   for (const runner::SampledToken& t : out.new_tokens) num_new += t.token_id >= 0;
-  if (out.queue_time_s >= 0) ctx_.metrics->record_queue_time(out.queue_time_s);
+  ctx_.metrics->record_request_phases(out);
   if (num_new > 0) {
     if (c.last_token_time == std::chrono::steady_clock::time_point()) {
       ctx_.metrics->record_first_token(seconds_between(arrival_, now));

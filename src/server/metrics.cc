@@ -44,6 +44,15 @@ void header(std::string* out, const std::string& name, const char* type, const s
 Histogram::Histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
 
+Histogram Histogram::from_counts(std::vector<double> bounds, std::vector<int64_t> counts,
+                                 double sum) {
+  Histogram h(std::move(bounds));
+  if (counts.size() == h.counts_.size()) h.counts_ = std::move(counts);
+  for (int64_t c : h.counts_) h.count_ += c;
+  h.sum_ = sum;
+  return h;
+}
+
 void Histogram::observe(double v) {
   size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin();
   ++counts_[i];
@@ -66,6 +75,9 @@ Metrics::Metrics(std::string model_name, int64_t max_model_len, CacheConfigInfo 
       cache_(cache),
       ttft_(kTtftBuckets),
       queue_time_(kLatencyBuckets),
+      prefill_time_(kLatencyBuckets),
+      decode_time_(kLatencyBuckets),
+      inference_time_(kLatencyBuckets),
       itl_(kItlBuckets),
       e2e_(kLatencyBuckets),
       prompt_len_(build_1_2_5_buckets(max_model_len)),
@@ -87,9 +99,12 @@ void Metrics::record_first_token(double ttft_seconds) {
   ttft_.observe(ttft_seconds);
 }
 
-void Metrics::record_queue_time(double seconds) {
+void Metrics::record_request_phases(const engine::RequestOutput& out) {
   std::lock_guard<std::mutex> lock(mu_);
-  queue_time_.observe(seconds);
+  if (out.queue_time_s >= 0) queue_time_.observe(out.queue_time_s);
+  if (out.prefill_time_s >= 0) prefill_time_.observe(out.prefill_time_s);
+  if (out.decode_time_s >= 0) decode_time_.observe(out.decode_time_s);
+  if (out.inference_time_s >= 0) inference_time_.observe(out.inference_time_s);
 }
 
 void Metrics::record_inter_token(double seconds) {
@@ -270,6 +285,29 @@ std::string Metrics::render(const engine::EngineStats& s) const {
                    "Histogram of time to first token in seconds.", ttft_);
   render_histogram(&out, "vllm:request_queue_time_seconds",
                    "Histogram of time spent in WAITING phase for request.", queue_time_);
+  render_histogram(&out, "vllm:request_prefill_time_seconds",
+                   "Histogram of time spent in PREFILL phase for request.", prefill_time_);
+  render_histogram(&out, "vllm:request_decode_time_seconds",
+                   "Histogram of time spent in DECODE phase for request.", decode_time_);
+  render_histogram(&out, "vllm:request_inference_time_seconds",
+                   "Histogram of time spent in RUNNING phase for request.", inference_time_);
+  std::vector<double> token_bounds;
+  for (int64_t b : engine::iteration_token_buckets()) token_bounds.push_back(double(b));
+  render_histogram(&out, "vllm:iteration_tokens_total",
+                   "Histogram of number of tokens per engine_step.",
+                   Histogram::from_counts(std::move(token_bounds), s.iteration_tokens_counts,
+                                          double(s.iteration_tokens_sum)));
+  header(&out, "strata:engine_step_seconds_total", "counter",
+         "Seconds of the engine thread by step phase (schedule, forward pass and sampling, "
+         "output update, tier copies).");
+  for (const auto& [phase, v] :
+       {std::pair<const char*, double>{"schedule", s.step_times.schedule_s},
+        {"forward", s.step_times.forward_s},
+        {"update", s.step_times.update_s},
+        {"kv_transfer", s.step_times.kv_transfer_s}}) {
+    out.append("strata:engine_step_seconds_total" + labels(std::string("phase=\"") + phase + "\"") +
+               " " + num(v) + "\n");
+  }
   render_histogram(&out, "vllm:inter_token_latency_seconds",
                    "Histogram of inter-token latency in seconds.", itl_);
   render_histogram(&out, "vllm:e2e_request_latency_seconds",

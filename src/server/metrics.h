@@ -19,7 +19,10 @@
 //              vllm:kv_offload_tiering_{promotion,cascade}_job_failures_total
 //   histograms vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 //              vllm:e2e_request_latency_seconds, vllm:request_prompt_tokens,
-//              vllm:request_generation_tokens (vLLM's buckets)
+//              vllm:request_generation_tokens, vllm:request_{queue,prefill,decode,
+//              inference}_time_seconds, vllm:iteration_tokens_total (vLLM's buckets)
+//   engine     strata:engine_step_seconds_total{phase="schedule"|"forward"|"update"|
+//              "kv_transfer"}: where the engine thread's time goes
 //
 // Thread-safety: record_* and render are called on the server's I/O thread;
 // a mutex makes them safe from any thread.
@@ -39,6 +42,10 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
   void observe(double v);
+  // A histogram already counted elsewhere (counts per bucket, last = above all).
+  static Histogram from_counts(std::vector<double> bounds, std::vector<int64_t> counts,
+                               double sum);
+
   const std::vector<double>& bounds() const { return bounds_; }
   const std::vector<int64_t>& counts() const { return counts_; }  // per bucket, not cumulative
   double sum() const { return sum_; }
@@ -66,7 +73,10 @@ class Metrics {
   void record_finished(const std::string& reason, int64_t prompt_tokens, int64_t generation_tokens,
                        double e2e_seconds);
   void record_first_token(double ttft_seconds);
-  void record_queue_time(double seconds);
+  // A request's phases as the engine timed them (engine::RequestOutput's
+  // *_time_s fields; negative = not on this output): WAITING, PREFILL,
+  // DECODE and RUNNING (prefill + decode) time.
+  void record_request_phases(const engine::RequestOutput& out);
   void record_inter_token(double seconds);
   void add_generation_tokens(int64_t n);
   void add_prompt_tokens(int64_t n);
@@ -87,6 +97,9 @@ class Metrics {
   std::map<std::string, int64_t> finished_;  // finished_reason -> count
   Histogram ttft_;
   Histogram queue_time_;
+  Histogram prefill_time_;
+  Histogram decode_time_;
+  Histogram inference_time_;
   Histogram itl_;
   Histogram e2e_;
   Histogram prompt_len_;

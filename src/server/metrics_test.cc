@@ -60,6 +60,36 @@ TEST(Metrics, HistogramBucketsAreCumulativeWithVllmBounds) {
       "vllm:e2e_request_latency_seconds_bucket{model_name=\"m\",engine=\"0\",le=\"7680.0\"} 0\n"));
 }
 
+TEST(Metrics, RequestPhasesIterationTokensAndStepTimes) {
+  Metrics m("m", 100, CacheConfigInfo{});
+  engine::RequestOutput first;
+  first.queue_time_s = 0.2;
+  first.prefill_time_s = 0.6;
+  m.record_request_phases(first);
+  engine::RequestOutput last;
+  last.decode_time_s = 1.2;
+  last.inference_time_s = 1.8;
+  m.record_request_phases(last);
+  engine::EngineStats s;
+  s.iteration_tokens_counts.assign(engine::iteration_token_buckets().size() + 1, 0);
+  s.iteration_tokens_counts[0] = 3;  // three 1-token steps
+  s.iteration_tokens_counts[9] = 1;  // one step of 1025..2048 tokens
+  s.iteration_tokens_sum = 3 + 1500;
+  s.step_times.forward_s = 2.5;
+  const std::string text = m.render(s);
+  const std::string l = "model_name=\"m\",engine=\"0\"";
+  EXPECT_TRUE(contains(text, "vllm:request_queue_time_seconds_bucket{" + l + ",le=\"0.3\"} 1\n"));
+  EXPECT_TRUE(contains(text, "vllm:request_prefill_time_seconds_bucket{" + l + ",le=\"0.5\"} 0\n"));
+  EXPECT_TRUE(contains(text, "vllm:request_prefill_time_seconds_bucket{" + l + ",le=\"0.8\"} 1\n"));
+  EXPECT_TRUE(contains(text, "vllm:request_decode_time_seconds_sum{" + l + "} 1.2\n"));
+  EXPECT_TRUE(contains(text, "vllm:request_inference_time_seconds_count{" + l + "} 1\n"));
+  EXPECT_TRUE(contains(text, "vllm:iteration_tokens_total_bucket{" + l + ",le=\"1.0\"} 3\n"));
+  EXPECT_TRUE(contains(text, "vllm:iteration_tokens_total_bucket{" + l + ",le=\"1024.0\"} 3\n"));
+  EXPECT_TRUE(contains(text, "vllm:iteration_tokens_total_bucket{" + l + ",le=\"2048.0\"} 4\n"));
+  EXPECT_TRUE(contains(text, "vllm:iteration_tokens_total_sum{" + l + "} 1503.0\n"));
+  EXPECT_TRUE(contains(text, "strata:engine_step_seconds_total{" + l + ",phase=\"forward\"} 2.5\n"));
+}
+
 TEST(Metrics, OneTwoFiveBuckets) {
   EXPECT_EQ(build_1_2_5_buckets(100), (std::vector<double>{1, 2, 5, 10, 20, 50, 100}));
   EXPECT_EQ(build_1_2_5_buckets(30), (std::vector<double>{1, 2, 5, 10, 20}));
