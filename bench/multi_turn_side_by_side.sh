@@ -52,6 +52,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 PY="${STRATA_REF_PYTHON:-/usr/bin/python3}"
+source "$ROOT/bench/server_lib.sh"
 RESULTS="$WORK/multi-turn"
 mkdir -p "$RESULTS"
 [[ -x "$STRATA" ]] || { echo "strata binary $STRATA not found" >&2; exit 1; }
@@ -71,24 +72,13 @@ if [[ -z "$GGUF" ]]; then
   fi
 fi
 
-free_port() {
-  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-SERVER_PID=""
 FS_DIR=""
-stop_server() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
+stop_and_clean() {  # the server, then its filesystem tier directory
+  stop_server
   [[ -n "$FS_DIR" ]] && rm -rf "$FS_DIR"
   FS_DIR=""
 }
-trap stop_server EXIT
+trap stop_and_clean EXIT
 
 start_server() {  # start_server ENGINE PORT LOG
   local engine="$1" port="$2" log="$3"
@@ -110,14 +100,7 @@ start_server() {  # start_server ENGINE PORT LOG
       --threads-batch "$THREADS" --no-webui >"$log" 2>&1 &
   fi
   SERVER_PID=$!
-  for _ in $(seq 1 1200); do
-    if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$log" >&2; echo "$engine exited" >&2; exit 1; }
-    sleep 0.25
-  done
-  cat "$log" >&2
-  echo "$engine did not become healthy" >&2
-  exit 1
+  wait_healthy "$engine" "$port" "$log"
 }
 
 run_one() {  # run_one ENGINE N
@@ -133,7 +116,7 @@ run_one() {  # run_one ENGINE N
   if [[ "$engine" == strata* ]]; then  # where its engine thread's time went
     curl -s "http://127.0.0.1:$port/metrics" > "$RESULTS/$engine-n$n.metrics" || true
   fi
-  stop_server
+  stop_and_clean
 }
 
 bandwidth() {

@@ -51,6 +51,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 PY="${STRATA_REF_PYTHON:-/usr/bin/python3}"
+source "$ROOT/bench/server_lib.sh"
 [[ -x "$STRATA" ]] || { echo "strata binary $STRATA not found (build the strata target)" >&2; exit 1; }
 mkdir -p "$WORK/results"
 
@@ -94,20 +95,6 @@ make_model() {
   mv "$GGUF.tmp" "$GGUF"
 }
 
-free_port() {
-  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-SERVER_PID=""
-stop_server() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
-}
 trap stop_server EXIT
 
 start_server() {  # start_server ENGINE C PORT LOG
@@ -121,14 +108,7 @@ start_server() {  # start_server ENGINE C PORT LOG
       --threads-batch "$THREADS" --no-webui >"$log" 2>&1 &
   fi
   SERVER_PID=$!
-  for _ in $(seq 1 1200); do
-    if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$log" >&2; echo "$engine exited" >&2; exit 1; }
-    sleep 0.25
-  done
-  cat "$log" >&2
-  echo "$engine did not become healthy" >&2
-  exit 1
+  wait_healthy "$engine" "$port" "$log"
 }
 
 run_level() {  # run_level ENGINE C

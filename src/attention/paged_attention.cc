@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "base/check.h"
-#include "ops/ops.h"
 
 namespace strata::attention {
 namespace {
@@ -62,10 +61,9 @@ void reshape_and_cache(const float* k, const float* v, const AttentionMetadata& 
   }
 }
 
-void paged_attention(const float* q, const float* k_cache, const float* v_cache,
-                     const AttentionMetadata& md, const PagedAttentionParams& p, float* out,
-                     ThreadPool& pool) {
-  check_params(md, p);
+ops::PagedAttentionBatch paged_attention_batch(const float* q, const float* k_cache,
+                                               const float* v_cache, const AttentionMetadata& md,
+                                               const PagedAttentionParams& p, float* out) {
   ops::PagedAttentionBatch batch;
   batch.q = q;
   batch.k_cache = k_cache;
@@ -82,7 +80,14 @@ void paged_attention(const float* q, const float* k_cache, const float* v_cache,
   batch.scale = p.scale;
   batch.sliding_window = p.sliding_window;
   batch.out = out;
-  ops::paged_attention(batch, pool);
+  return batch;
+}
+
+void paged_attention(const float* q, const float* k_cache, const float* v_cache,
+                     const AttentionMetadata& md, const PagedAttentionParams& p, float* out,
+                     ThreadPool& pool) {
+  check_params(md, p);
+  ops::paged_attention(paged_attention_batch(q, k_cache, v_cache, md, p, out), pool);
 }
 
 void paged_attention_reference(const float* q, const float* k_cache, const float* v_cache,

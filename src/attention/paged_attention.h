@@ -22,6 +22,7 @@
 
 #include "attention/attention_metadata.h"
 #include "base/thread_pool.h"
+#include "ops/ops.h"
 
 namespace strata::attention {
 
@@ -37,6 +38,12 @@ struct PagedAttentionParams {
 // k, v: [num_tokens, num_kv_heads, head_dim] -> cache rows at slot_mapping.
 void reshape_and_cache(const float* k, const float* v, const AttentionMetadata& md,
                        int64_t kv_row_floats, float* k_cache, float* v_cache);
+
+// The ops kernel's view of one layer's call (pointers into md, q, the caches
+// and out; valid while they are).
+ops::PagedAttentionBatch paged_attention_batch(const float* q, const float* k_cache,
+                                               const float* v_cache, const AttentionMetadata& md,
+                                               const PagedAttentionParams& p, float* out);
 
 // q, out: [num_tokens, num_heads, head_dim].
 void paged_attention(const float* q, const float* k_cache, const float* v_cache,

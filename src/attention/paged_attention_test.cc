@@ -118,23 +118,7 @@ std::vector<const ops::cpu::KernelTable*> tables() {
 
 ops::PagedAttentionBatch batch_of(const Built& b, const PagedAttentionParams& p, const float* q,
                                   float* out) {
-  ops::PagedAttentionBatch batch;
-  batch.q = q;
-  batch.k_cache = b.k_cache.data();
-  batch.v_cache = b.v_cache.data();
-  batch.query_start_loc = b.md.query_start_loc.data();
-  batch.seq_lens = b.md.seq_lens.data();
-  batch.block_tables = b.md.block_tables.data();
-  batch.num_seqs = b.md.num_seqs();
-  batch.max_blocks_per_seq = b.md.max_blocks_per_seq;
-  batch.num_heads = p.num_heads;
-  batch.num_kv_heads = p.num_kv_heads;
-  batch.head_dim = p.head_dim;
-  batch.block_size = p.block_size;
-  batch.scale = p.scale;
-  batch.sliding_window = p.sliding_window;
-  batch.out = out;
-  return batch;
+  return paged_attention_batch(q, b.k_cache.data(), b.v_cache.data(), b.md, p, out);
 }
 
 PagedAttentionParams params_of(const Case& c) {

@@ -305,6 +305,24 @@ void paged_attention_decode_impl(const PagedAttentionBatch& b, const PagedAttent
   return paged_attention_decode_rows<V, kDim, 16>(b, item, scratch);
 }
 
+template <int N>
+struct HeadDim {
+  static constexpr int kValue = N;
+};
+
+// Calls f(HeadDim<64>), f(HeadDim<128>) or f(HeadDim<0>) (any other size, at run time).
+template <class F>
+STRATA_INLINE void with_head_dim(int64_t head_dim, F&& f) {
+  switch (head_dim) {
+    case 64:
+      return f(HeadDim<64>{});
+    case 128:
+      return f(HeadDim<128>{});
+    default:
+      return f(HeadDim<0>{});
+  }
+}
+
 // A sequence with one new token takes the decode kernel (when head_dim is a
 // multiple of 16); a token's kernel depends only on its own sequence's step.
 template <class V>
@@ -312,22 +330,12 @@ void paged_attention_item_for(const PagedAttentionBatch& b, const PagedAttention
                               float* scratch) {
   const bool decode = b.query_start_loc[item.seq + 1] - b.query_start_loc[item.seq] == 1 &&
                       b.head_dim % kLanes == 0;
-  if (decode) {
-    switch (b.head_dim) {
-      case 64:
-        return paged_attention_decode_impl<V, 64>(b, item, scratch);
-      case 128:
-        return paged_attention_decode_impl<V, 128>(b, item, scratch);
-      default:
-        return paged_attention_decode_impl<V, 0>(b, item, scratch);
+  with_head_dim(b.head_dim, [&](auto dim) {
+    constexpr int kDim = decltype(dim)::kValue;
+    if (decode) {
+      paged_attention_decode_impl<V, kDim>(b, item, scratch);
+    } else {
+      paged_attention_item_impl<V, kDim>(b, item, scratch);
     }
-  }
-  switch (b.head_dim) {
-    case 64:
-      return paged_attention_item_impl<V, 64>(b, item, scratch);
-    case 128:
-      return paged_attention_item_impl<V, 128>(b, item, scratch);
-    default:
-      return paged_attention_item_impl<V, 0>(b, item, scratch);
-  }
+  });
 }

@@ -1,0 +1,30 @@
+# Shared by the side-by-side benchmark scripts (sourced, not run): a free
+# loopback port, waiting until a server answers /health, stopping it.
+# Needs $PY (a python3) and sets/uses SERVER_PID.
+
+free_port() {
+  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+SERVER_PID=""
+stop_server() {  # SIGTERM, up to 10 s, then SIGKILL
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=""
+}
+
+wait_healthy() {  # wait_healthy NAME PORT LOG: up to 5 minutes for $SERVER_PID
+  local name="$1" port="$2" log="$3"
+  for _ in $(seq 1 1200); do
+    if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then return 0; fi
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$log" >&2; echo "$name exited" >&2; exit 1; }
+    sleep 0.25
+  done
+  cat "$log" >&2
+  echo "$name did not become healthy" >&2
+  exit 1
+}
