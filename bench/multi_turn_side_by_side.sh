@@ -24,7 +24,6 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STRATA="$ROOT/build/release/apps/strata/strata"
-OPS_BENCH="$ROOT/build/release/bench/ops_bench"
 WORK="${TMPDIR:-/tmp}/strata-side-by-side"
 GGUF=""
 CONVERSATIONS="16 32"
@@ -117,12 +116,6 @@ run_one() {  # run_one ENGINE N
     curl -s "http://127.0.0.1:$port/metrics" > "$RESULTS/$engine-n$n.metrics" || true
   fi
   stop_and_clean
-}
-
-bandwidth() {
-  [[ -x "$OPS_BENCH" ]] || { echo "n/a"; return; }
-  "$OPS_BENCH" --benchmark_filter='BM_MemRead' --benchmark_min_time=0.3 2>/dev/null |
-    sed -n 's/.*bytes_per_second=\([0-9.]*\)G\/s.*/\1 GB\/s/p; s/.*bytes\/s=\([0-9.]*\)G\/s.*/\1 GB\/s/p' | head -1
 }
 
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" \

@@ -1,6 +1,6 @@
 # Shared by the side-by-side benchmark scripts (sourced, not run): a free
 # loopback port, waiting until a server answers /health, stopping it.
-# Needs $PY (a python3) and sets/uses SERVER_PID.
+# Needs $PY (a python3) and $ROOT; sets/uses SERVER_PID.
 
 free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -27,4 +27,11 @@ wait_healthy() {  # wait_healthy NAME PORT LOG: up to 5 minutes for $SERVER_PID
   cat "$log" >&2
   echo "$name did not become healthy" >&2
   exit 1
+}
+
+bandwidth() {  # the machine's read bandwidth now (ops_bench BM_MemRead, 2 threads), or n/a
+  local ops_bench="${OPS_BENCH:-$ROOT/build/release/bench/ops_bench}"
+  [[ -x "$ops_bench" ]] || { echo "n/a"; return; }
+  "$ops_bench" --benchmark_filter='BM_MemRead' --benchmark_min_time=0.3 2>/dev/null |
+    sed -n 's/.*bytes\/s=\([0-9.]*\)G\/s.*/\1 GB\/s/p' | head -1
 }

@@ -134,10 +134,13 @@ if [[ $BUILD_ONLY == 1 ]]; then
   exit 0
 fi
 echo "model $GGUF, $THREADS thread(s), ${INPUT_LEN} in / ${OUTPUT_LEN} out" >&2
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), bandwidth before: $(bandwidth)" > "$WORK/results/machine.txt"
 for c in $CONCURRENCY; do
   run_level strata "$c"
   run_level llama.cpp "$c"
 done
+echo "bandwidth after: $(bandwidth)" >> "$WORK/results/machine.txt"
+cat "$WORK/results/machine.txt"
 
 "$PY" - "$WORK/results" "$CONCURRENCY" "$THREADS" "$INPUT_LEN" "$OUTPUT_LEN" "$GGUF" <<'PYEOF'
 import json, os, sys
