@@ -179,7 +179,9 @@ void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
 template <class L, int MR>
 void rows_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
   int64_t j = n_begin;
-  for (; j + L::kNr <= n_end; j += L::kNr) tile_f32<L, MR, L::kNr>(a, row_bytes, i0, j);
+  if constexpr (MR > 1) {  // one x row: one weight row at a time (see rows_bf16)
+    for (; j + L::kNr <= n_end; j += L::kNr) tile_f32<L, MR, L::kNr>(a, row_bytes, i0, j);
+  }
   for (; j < n_end; ++j) tile_f32<L, MR, 1>(a, row_bytes, i0, j);
 }
 
@@ -321,7 +323,9 @@ void tile_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
 template <int MR>
 void rows_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
   int64_t j = n_begin;
-  for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
+  if constexpr (MR > 1) {  // one x row: one weight row at a time (see rows_bf16)
+    for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
+  }
   for (; j < n_end; ++j) tile_q8q8<MR, 1>(a, row_bytes, i0, j);
 }
 
@@ -390,12 +394,22 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
   store_tile<MR, NR>(acc, y, y_stride, bias, accumulate);
 }
 
+// One x row (MR = 1) walks the weight rows one at a time: a single sequential
+// stream over contiguous rows, which the hardware prefetchers follow on every
+// host we have seen, where four interleaved row streams ran at half the read
+// bandwidth on some (BENCHMARKS.md, "Decode GEMV"). With more x rows, four
+// weight rows per tile amortize the x loads. Either way each output is one
+// accumulator chain over k reduced by the same tree, so the results are the
+// same bits for any MR and NR.
 template <int MR>
 void rows_bf16(const Bf16Block& b, int64_t i0, int64_t rows, float* y, int64_t y_stride,
                const float* bias, bool accumulate) {
   int64_t j = 0;
-  for (; j + 4 <= rows; j += 4) {
-    tile_bf16<MR, 4>(b, i0, j, y + j, y_stride, bias != nullptr ? bias + j : nullptr, accumulate);
+  if constexpr (MR > 1) {
+    for (; j + 4 <= rows; j += 4) {
+      tile_bf16<MR, 4>(b, i0, j, y + j, y_stride, bias != nullptr ? bias + j : nullptr,
+                       accumulate);
+    }
   }
   for (; j < rows; ++j) {
     tile_bf16<MR, 1>(b, i0, j, y + j, y_stride, bias != nullptr ? bias + j : nullptr, accumulate);
@@ -424,12 +438,16 @@ void dequant_q8_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, 
 
 void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
   bool q8 = a.w_dtype == DType::kQ8_0;
+  // BF16 weights are read in place, each row in one pass over k (splitting k
+  // breaks the row's stream and gains nothing at m <= 16, where x stays in
+  // L1/L2); Q8_0 rows are dequantized tile by tile into the scratch.
+  const int64_t tile_k = q8 ? kBf16TileK : a.k;
   for (int64_t jb = n_begin; jb < n_end; jb += kBf16TileRows) {
     int64_t rows = min64(kBf16TileRows, n_end - jb);
     const float* bias = a.bias != nullptr ? a.bias + jb : nullptr;
-    for (int64_t k0 = 0; k0 < a.k; k0 += kBf16TileK) {
+    for (int64_t k0 = 0; k0 < a.k; k0 += tile_k) {
       Bf16Block b;
-      b.kc = min64(kBf16TileK, a.k - k0);
+      b.kc = min64(tile_k, a.k - k0);
       b.x = a.x_bf16 + k0;
       b.x_stride = a.k_pad;
       if (q8) {
@@ -440,7 +458,7 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
         b.w = static_cast<const uint16_t*>(a.w) + jb * a.k + k0;
         b.w_stride = a.k;
       }
-      bool last = k0 + kBf16TileK >= a.k;
+      bool last = k0 + tile_k >= a.k;
       const float* chunk_bias = last ? bias : nullptr;
       bool accumulate = k0 > 0;
       float* y = a.y + jb;
