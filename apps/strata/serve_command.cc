@@ -236,7 +236,32 @@ void warn_ignored(const FlagSet& flags) {
 
 namespace {
 
+StatusOr<int64_t> resolve_max_model_len(const ServeFlags& f, const model::ModelConfig& config) {
+  const int64_t model_max = config.max_position_embeddings;
+  if (f.max_model_len == "auto" || f.max_model_len == "-1") return model_max;
+  STRATA_ASSIGN_OR_RETURN(int64_t len, parse_size("max-model-len", f.max_model_len, false));
+  if (len < 2) return invalid_argument("--max-model-len must be at least 2");
+  if (model_max > 0 && len > model_max) {
+    // vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past
+    // the trained ones give garbage (RoPE) or out-of-range reads (absolute).
+    const std::string both = "--max-model-len " + std::to_string(len) +
+                             " is greater than the model's max_position_embeddings " +
+                             std::to_string(model_max);
+    const char* allow = std::getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN");
+    if (allow == nullptr || std::string(allow) != "1") {
+      return invalid_argument(both +
+                              "; to serve past the trained positions anyway, set "
+                              "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (outputs past position " +
+                              std::to_string(model_max) + " may be meaningless)");
+    }
+    STRATA_LOG(kWarning) << both << "; serving it because VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+                         << "(outputs past position " << model_max << " may be meaningless)";
+  }
+  return len;
+}
+
 struct Loaded {
+  int64_t max_model_len = 0;  // resolved against the config before the weights load
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   server::ChatAssets chat;
@@ -260,6 +285,7 @@ StatusOr<Loaded> load_everything(const ServeFlags& f) {
                     << (f.model_path == f.model ? std::string() : " from " + f.model_path)
                     << " ...";
   STRATA_ASSIGN_OR_RETURN(model::ModelFiles files, model::open_model(f.model_path));
+  STRATA_ASSIGN_OR_RETURN(l.max_model_len, resolve_max_model_len(f, files.config));
   STRATA_ASSIGN_OR_RETURN(l.tokenizer, engine::load_tokenizer(files));
   if (!l.tokenizer) return invalid_argument(f.model_path + " has no tokenizer; serve needs one");
   STRATA_ASSIGN_OR_RETURN(l.chat, server::load_chat_assets(files, *l.tokenizer, f.chat_template));
@@ -319,29 +345,6 @@ StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, int64_t max_mo
   return c;
 }
 
-StatusOr<int64_t> resolve_max_model_len(const ServeFlags& f, const model::ModelConfig& config) {
-  const int64_t model_max = config.max_position_embeddings;
-  if (f.max_model_len == "auto" || f.max_model_len == "-1") return model_max;
-  STRATA_ASSIGN_OR_RETURN(int64_t len, parse_size("max-model-len", f.max_model_len, false));
-  if (len < 2) return invalid_argument("--max-model-len must be at least 2");
-  if (model_max > 0 && len > model_max) {
-    // vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past
-    // the trained ones give garbage (RoPE) or out-of-range reads (absolute).
-    const std::string both = "--max-model-len " + std::to_string(len) +
-                             " is greater than the model's max_position_embeddings " +
-                             std::to_string(model_max);
-    const char* allow = std::getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN");
-    if (allow == nullptr || std::string(allow) != "1") {
-      return invalid_argument(both +
-                              "; to serve past the trained positions anyway, set "
-                              "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (outputs past position " +
-                              std::to_string(model_max) + " may be meaningless)");
-    }
-    STRATA_LOG(kWarning) << both << "; serving it because VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
-                         << "(outputs past position " << model_max << " may be meaningless)";
-  }
-  return len;
-}
 
 std::vector<std::string> api_keys(const ServeFlags& f) {
   std::vector<std::string> keys;
@@ -410,9 +413,8 @@ int serve(const ServeFlags& f) {
   if (Status s = check_flags(f); !s.ok()) return fail(s);
   StatusOr<Loaded> loaded = load_everything(f);
   if (!loaded.ok()) return fail(loaded.status());
-  StatusOr<int64_t> max_len = resolve_max_model_len(f, loaded->model->config());
-  if (!max_len.ok()) return fail(max_len.status());
-  StatusOr<engine::EngineConfig> config = engine_config(f, *max_len);
+  const int64_t max_len = loaded->max_model_len;
+  StatusOr<engine::EngineConfig> config = engine_config(f, max_len);
   if (!config.ok()) return fail(config.status());
   StatusOr<int64_t> body_limit = parse_size("max-request-body", f.max_request_body, true);
   if (!body_limit.ok()) return fail(body_limit.status());
@@ -429,11 +431,11 @@ int serve(const ServeFlags& f) {
   ctx.chat_template = loaded->chat.chat_template;
   ctx.bos_token = loaded->chat.bos_token;
   ctx.eos_token = loaded->chat.eos_token;
-  ctx.config = server_config(f, *loaded, *max_len);
+  ctx.config = server_config(f, *loaded, max_len);
   set_kv_peer_address(config->offload, ctx.config);
   ctx.rng.seed(ctx.config.seed);
   ctx.metrics = std::make_unique<server::Metrics>(
-      ctx.config.served_model_names.front(), *max_len,
+      ctx.config.served_model_names.front(), max_len,
       server::CacheConfigInfo{config->block_size, (*engine)->num_kv_blocks(),
                               config->enable_prefix_caching, f.gpu_memory_utilization});
   server::HttpServerOptions http{f.host, static_cast<int>(f.port), *body_limit, 120};
