@@ -10,6 +10,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+bash scripts/install-deps.sh --with-fuzz  # clang, libclang-rt-14-dev besides the usual
 seconds="${1:-600}"
 shift || true
 all_targets=(fuzz_kv_transfer_config fuzz_chunk_header fuzz_s3_response fuzz_p2p_protocol

@@ -5,6 +5,8 @@
 # Usage: scripts/install-deps.sh          install what is missing
 #        scripts/install-deps.sh --list   print PACKAGES, one a line, and exit
 #          (scripts/check_deps.py, ctest dependency_check, reads the list this way)
+#        scripts/install-deps.sh --with-fuzz   also FUZZ_PACKAGES (scripts/fuzz.sh
+#          runs this itself; the build and test suite do not need them)
 set -euo pipefail
 
 PACKAGES=(
@@ -28,7 +30,18 @@ PACKAGES=(
   nodejs
 )
 
-if [[ ${1:-} == "--list" ]]; then
+# scripts/fuzz.sh only: clang with libFuzzer and its sanitizer runtimes.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+
+list_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --list) list_only=1 ;;
+    --with-fuzz) PACKAGES+=("${FUZZ_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown argument $arg (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+if [[ $list_only == 1 ]]; then
   printf '%s\n' "${PACKAGES[@]}"
   exit 0
 fi
