@@ -23,6 +23,7 @@
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
 #include "ops/ops.h"
+#include "tensor/kv_cache_dtype.h"
 #include "tensor/tensor_view.h"
 
 #ifdef STRATA_BENCH_ONEDNN
@@ -226,9 +227,11 @@ BENCHMARK(BM_Onednn)->Apply([](benchmark::internal::Benchmark* b) {
 
 // ---- paged attention ----
 // Args: table (0 generic, 1 AVX-512), new tokens per sequence, context after
-// the step, sequences, query heads, kv heads, head_dim. K/V in shuffled
+// the step, sequences, query heads, kv heads, head_dim, KV dtype
+// (tensor::KvCacheDtype code: 0 f32, 1 bf16, 3 fp8_e4m3). K/V in shuffled
 // 16-token blocks. FLOP/s counts the causal work: 4 * head_dim per visible
-// (query head, key) pair (Q·K and P·V).
+// (query head, key) pair (Q·K and P·V); KV_bytes/s the cache bytes read once
+// per step (what bounds decode).
 void BM_PagedAttention(benchmark::State& state) {
   const ops::cpu::KernelTable* t = state.range(0) == 0 ? &ops::cpu::generic_kernels()
                                                        : ops::cpu::avx512_kernels();
@@ -238,12 +241,19 @@ void BM_PagedAttention(benchmark::State& state) {
   }
   const int64_t num_new = state.range(1), ctx = state.range(2), num_seqs = state.range(3);
   const int64_t heads = state.range(4), kv_heads = state.range(5), dim = state.range(6);
+  const auto dtype = static_cast<tensor::KvCacheDtype>(state.range(7));
+  const tensor::KvRowLayout layout{dtype, kv_heads, dim};
   const int64_t block = 16, blocks_per_seq = (ctx + block - 1) / block;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> k(static_cast<size_t>(num_seqs * blocks_per_seq * block * kv_heads * dim));
-  for (float& x : k) x = u(rng);
-  std::vector<float> v = k;
+  const int64_t rows = num_seqs * blocks_per_seq * block;
+  std::vector<uint8_t> k(static_cast<size_t>(rows * layout.row_bytes()));
+  std::vector<float> x(static_cast<size_t>(kv_heads * dim));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& e : x) e = u(rng);
+    tensor::encode_kv_row(x.data(), layout, 0.0f, k.data() + r * layout.row_bytes());
+  }
+  std::vector<uint8_t> v = k;
   std::vector<int32_t> table(static_cast<size_t>(num_seqs * blocks_per_seq));
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   std::shuffle(table.begin(), table.end(), rng);
@@ -257,6 +267,7 @@ void BM_PagedAttention(benchmark::State& state) {
   b.q = q.data();
   b.k_cache = k.data();
   b.v_cache = v.data();
+  b.kv_dtype = dtype;
   b.query_start_loc = qsl.data();
   b.seq_lens = lens.data();
   b.block_tables = table.data();
@@ -278,16 +289,26 @@ void BM_PagedAttention(benchmark::State& state) {
   state.counters["FLOP/s"] = benchmark::Counter(
       double(state.iterations()) * 4.0 * dim * heads * num_seqs * pairs,
       benchmark::Counter::kIsRate);
+  state.counters["KV_bytes/s"] = benchmark::Counter(
+      double(state.iterations()) * 2.0 * double(num_seqs) * double(ctx) * layout.row_bytes(),
+      benchmark::Counter::kIsRate);
 }
 // bench-small (8 heads on 4 kv heads, head_dim 64): a 256-token round over a
 // 2,048-token context, and 4 decodes at 2,048; Qwen2.5-0.5B (14 on 2).
 BENCHMARK(BM_PagedAttention)
-    ->ArgNames({"avx512", "new", "ctx", "seqs", "heads", "kv", "dim"})
-    ->Args({0, 256, 2048, 1, 8, 4, 64})
-    ->Args({1, 256, 2048, 1, 8, 4, 64})
-    ->Args({1, 1, 2048, 4, 8, 4, 64})
-    ->Args({1, 256, 2048, 1, 14, 2, 64})
-    ->Args({1, 1, 2048, 4, 14, 2, 64})
+    ->ArgNames({"avx512", "new", "ctx", "seqs", "heads", "kv", "dim", "dtype"})
+    ->Args({0, 256, 2048, 1, 8, 4, 64, 0})
+    ->Args({1, 256, 2048, 1, 8, 4, 64, 0})
+    ->Args({1, 256, 2048, 1, 8, 4, 64, 1})
+    ->Args({1, 256, 2048, 1, 8, 4, 64, 3})
+    ->Args({1, 1, 2048, 4, 8, 4, 64, 0})
+    ->Args({1, 1, 2048, 4, 8, 4, 64, 1})
+    ->Args({1, 1, 2048, 4, 8, 4, 64, 3})
+    ->Args({1, 256, 2048, 1, 14, 2, 64, 0})
+    ->Args({1, 1, 2048, 4, 14, 2, 64, 0})
+    ->Args({1, 1, 8192, 16, 14, 2, 64, 0})
+    ->Args({1, 1, 8192, 16, 14, 2, 64, 1})
+    ->Args({1, 1, 8192, 16, 14, 2, 64, 3})
     ->Apply(time_mode)
     ->Unit(benchmark::kMillisecond);
 

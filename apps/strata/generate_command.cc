@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "ops/ops.h"
 #include "runner/generate.h"
+#include "tensor/kv_cache_dtype.h"
 #include "text_codec.h"
 
 namespace strata::app {
@@ -39,6 +40,7 @@ struct GenerateFlags {
   int64_t bench_gen_tokens = 128;
   int64_t bench_repetitions = 3;
   int64_t threads = 0;
+  std::string kv_cache_dtype = "auto";
 };
 
 void register_flags(FlagSet& flags, GenerateFlags& f) {
@@ -59,6 +61,9 @@ void register_flags(FlagSet& flags, GenerateFlags& f) {
   flags.add_int("bench-gen-tokens", &f.bench_gen_tokens, "decode steps for --bench");
   flags.add_int("bench-repetitions", &f.bench_repetitions, "repetitions for --bench");
   flags.add_int("threads", &f.threads, "compute threads (default: all cores)");
+  flags.add_string("kv-cache-dtype", &f.kv_cache_dtype,
+                   "KV element type: auto (the weights' dtype), bfloat16, float16, float32, "
+                   "fp8 (= fp8_e4m3), fp8_e5m2");
 }
 
 Status write_logits(const std::string& path, const runner::GenerateResult& r, int64_t vocab) {
@@ -91,11 +96,15 @@ void print_json(const std::vector<int32_t>& prompt, const runner::GenerateResult
   std::fputs(out.str().c_str(), stdout);
 }
 
-int run_bench(const model::Model& model, const GenerateFlags& f, ThreadPool& pool) {
-  std::fprintf(stderr, "backend %s, %d threads, %.1f MB of weights read per decode step\n",
-               ops::cpu_backend_name(), pool.num_threads(), model.decode_weight_bytes() / 1e6);
+int run_bench(const model::Model& model, const GenerateFlags& f, tensor::KvCacheDtype kv_dtype,
+              ThreadPool& pool) {
+  std::fprintf(stderr,
+               "backend %s, %d threads, %.1f MB of weights read per decode step, KV cache %s\n",
+               ops::cpu_backend_name(), pool.num_threads(), model.decode_weight_bytes() / 1e6,
+               tensor::kv_cache_dtype_name(kv_dtype));
   for (int64_t rep = 0; rep < f.bench_repetitions; ++rep) {
-    runner::BenchResult r = runner::bench(model, f.bench_prompt_tokens, f.bench_gen_tokens, pool);
+    runner::BenchResult r =
+        runner::bench(model, f.bench_prompt_tokens, f.bench_gen_tokens, kv_dtype, pool);
     std::printf("pp%lld %.2f tokens/s  tg%lld %.2f tokens/s  (decode %.1f GB/s of weights)\n",
                 static_cast<long long>(f.bench_prompt_tokens), r.prefill_tokens_per_s,
                 static_cast<long long>(f.bench_gen_tokens), r.decode_tokens_per_s,
@@ -140,7 +149,10 @@ int run_generate(const std::vector<std::string>& args) {
   ThreadPool pool(f.threads > 0 ? static_cast<int>(f.threads) : num_hardware_threads());
   std::fprintf(stderr, "loaded %s in %.2f s (%lld parameters)\n", f.model.c_str(), load_s,
                static_cast<long long>(model.num_parameters()));
-  if (f.bench) return run_bench(model, f, pool);
+  StatusOr<tensor::KvCacheDtype> kv_dtype =
+      tensor::parse_kv_cache_dtype(f.kv_cache_dtype, model.weight_dtype());
+  if (!kv_dtype.ok()) return fail(kv_dtype.status());
+  if (f.bench) return run_bench(model, f, *kv_dtype, pool);
 
   StatusOr<TextCodec> codec = TextCodec::for_model(model.files());
   if (!codec.ok()) return fail(codec.status());
@@ -158,6 +170,7 @@ int run_generate(const std::vector<std::string>& args) {
   }
 
   runner::GenerateOptions options;
+  options.kv_dtype = *kv_dtype;
   options.max_tokens = f.max_tokens;
   options.sampling = {.temperature = f.temperature,
                       .top_k = f.top_k,

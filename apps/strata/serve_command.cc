@@ -23,6 +23,7 @@
 #include "server/kv_events_config.h"
 #include "server/kv_transfer_config.h"
 #include "server/model_assets.h"
+#include "tensor/kv_cache_dtype.h"
 
 namespace strata::app {
 namespace {
@@ -41,6 +42,7 @@ struct ServeFlags {
   int64_t block_size = 16;
   bool enable_prefix_caching = true;
   std::string kv_cache_memory;
+  std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;
   std::string cpu_kv_budget = "1GiB";
   std::string kv_transfer_config;
@@ -64,7 +66,6 @@ const char* const kIgnoredValueFlags[] = {"swap-space",
                                           "tensor-parallel-size",
                                           "pipeline-parallel-size",
                                           "data-parallel-size",
-                                          "kv-cache-dtype",
                                           "load-format",
                                           "tokenizer",
                                           "tokenizer-mode",
@@ -120,6 +121,10 @@ void register_flags(FlagSet& flags, ServeFlags& f) {
   flags.add_string("kv-cache-memory", &f.kv_cache_memory,
                    "KV cache size in bytes (suffixes KiB MiB GiB KB MB GB); overrides "
                    "--gpu-memory-utilization");
+  flags.add_string("kv-cache-dtype", &f.kv_cache_dtype,
+                   "KV cache element type: auto (the weights' dtype), bfloat16, float16, "
+                   "float32, fp8 (= fp8_e4m3), fp8_e5m2; fp8 scales come from the checkpoint's "
+                   "k_scale/v_scale, else per token and head");
   flags.add_double("gpu-memory-utilization", &f.gpu_memory_utilization,
                    "fraction of --cpu-kv-budget used for the KV cache");
   flags.add_string("cpu-kv-budget", &f.cpu_kv_budget, "memory budget for the KV cache");
@@ -323,8 +328,11 @@ StatusOr<offload::OffloadConfig> offload_config(const ServeFlags& f) {
   return server::kv_offloading_size_config(f.kv_offloading_size_gib);
 }
 
-StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, int64_t max_model_len) {
+StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, const model::Model& model,
+                                             int64_t max_model_len) {
   engine::EngineConfig c;
+  STRATA_ASSIGN_OR_RETURN(c.kv_cache_dtype,
+                          tensor::parse_kv_cache_dtype(f.kv_cache_dtype, model.weight_dtype()));
   c.scheduler.max_num_seqs = f.max_num_seqs;
   c.scheduler.max_num_batched_tokens = std::max(f.max_num_batched_tokens, int64_t{1});
   c.scheduler.max_model_len = max_model_len;
@@ -414,16 +422,23 @@ int serve(const ServeFlags& f) {
   StatusOr<Loaded> loaded = load_everything(f);
   if (!loaded.ok()) return fail(loaded.status());
   const int64_t max_len = loaded->max_model_len;
-  StatusOr<engine::EngineConfig> config = engine_config(f, max_len);
+  StatusOr<engine::EngineConfig> config = engine_config(f, *loaded->model, max_len);
   if (!config.ok()) return fail(config.status());
   StatusOr<int64_t> body_limit = parse_size("max-request-body", f.max_request_body, true);
   if (!body_limit.ok()) return fail(body_limit.status());
   StatusOr<std::unique_ptr<engine::Engine>> engine =
       engine::Engine::create(*loaded->model, *config, static_cast<int>(f.threads));
   if (!engine.ok()) return fail(engine.status());
+  const tensor::KvCacheDtype kv_dtype = config->kv_cache_dtype;
   STRATA_LOG(kInfo) << "KV cache: " << (*engine)->num_kv_blocks() << " blocks of "
                     << config->block_size << " tokens ("
-                    << (*engine)->num_kv_blocks() * config->block_size << " tokens)";
+                    << (*engine)->num_kv_blocks() * config->block_size << " tokens), "
+                    << tensor::kv_cache_dtype_name(kv_dtype) << ", "
+                    << loaded->model->kv_bytes_per_block(1, kv_dtype) << " bytes per token"
+                    << (tensor::kv_cache_dtype_has_scales(kv_dtype)
+                            ? (loaded->model->has_kv_scales() ? "; fp8 scales from the checkpoint"
+                                                              : "; fp8 scales per token and head")
+                            : "");
 
   server::ServerContext ctx;
   ctx.engine = engine->get();
@@ -437,7 +452,8 @@ int serve(const ServeFlags& f) {
   ctx.metrics = std::make_unique<server::Metrics>(
       ctx.config.served_model_names.front(), max_len,
       server::CacheConfigInfo{config->block_size, (*engine)->num_kv_blocks(),
-                              config->enable_prefix_caching, f.gpu_memory_utilization});
+                              config->enable_prefix_caching, f.gpu_memory_utilization,
+                              f.kv_cache_dtype, tensor::kv_cache_dtype_name(kv_dtype)});
   server::HttpServerOptions http{f.host, static_cast<int>(f.port), *body_limit, 120};
   StatusOr<std::unique_ptr<server::ApiServer>> api =
       server::ApiServer::create(std::move(ctx), http);

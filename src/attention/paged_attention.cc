@@ -35,11 +35,16 @@ std::vector<int32_t> seq_of_tokens(const AttentionMetadata& md) {
   return seq;
 }
 
-const float* kv_row(const float* cache, const AttentionMetadata& md, const PagedAttentionParams& p,
-                    int32_t seq, int64_t position, int64_t kv_head) {
+// Head kv_head of the row at `position`, as f32.
+std::vector<float> kv_row(const uint8_t* cache, const AttentionMetadata& md,
+                          const PagedAttentionParams& p, int32_t seq, int64_t position,
+                          int64_t kv_head) {
   const int32_t block = md.block_tables[seq * md.max_blocks_per_seq + position / p.block_size];
   const int64_t slot = int64_t{block} * p.block_size + position % p.block_size;
-  return cache + (slot * p.num_kv_heads + kv_head) * p.head_dim;
+  const tensor::KvRowLayout layout = p.kv_layout();
+  std::vector<float> out(p.head_dim);
+  tensor::decode_kv_head(cache + slot * layout.row_bytes(), layout, kv_head, out.data());
+  return out;
 }
 
 void check_params(const AttentionMetadata& md, const PagedAttentionParams& p) {
@@ -51,23 +56,25 @@ void check_params(const AttentionMetadata& md, const PagedAttentionParams& p) {
 }  // namespace
 
 void reshape_and_cache(const float* k, const float* v, const AttentionMetadata& md,
-                       int64_t kv_row_floats, float* k_cache, float* v_cache) {
+                       const tensor::KvRowLayout& layout, float k_scale, float v_scale,
+                       uint8_t* k_cache, uint8_t* v_cache) {
+  const int64_t row_floats = layout.num_kv_heads * layout.head_dim;
+  const int64_t row_bytes = layout.row_bytes();
   for (int64_t t = 0; t < md.num_tokens(); ++t) {
     const int64_t slot = md.slot_mapping[t];
-    std::memcpy(k_cache + slot * kv_row_floats, k + t * kv_row_floats,
-                kv_row_floats * sizeof(float));
-    std::memcpy(v_cache + slot * kv_row_floats, v + t * kv_row_floats,
-                kv_row_floats * sizeof(float));
+    tensor::encode_kv_row(k + t * row_floats, layout, k_scale, k_cache + slot * row_bytes);
+    tensor::encode_kv_row(v + t * row_floats, layout, v_scale, v_cache + slot * row_bytes);
   }
 }
 
-ops::PagedAttentionBatch paged_attention_batch(const float* q, const float* k_cache,
-                                               const float* v_cache, const AttentionMetadata& md,
+ops::PagedAttentionBatch paged_attention_batch(const float* q, const uint8_t* k_cache,
+                                               const uint8_t* v_cache, const AttentionMetadata& md,
                                                const PagedAttentionParams& p, float* out) {
   ops::PagedAttentionBatch batch;
   batch.q = q;
   batch.k_cache = k_cache;
   batch.v_cache = v_cache;
+  batch.kv_dtype = p.kv_dtype;
   batch.query_start_loc = md.query_start_loc.data();
   batch.seq_lens = md.seq_lens.data();
   batch.block_tables = md.block_tables.data();
@@ -83,14 +90,14 @@ ops::PagedAttentionBatch paged_attention_batch(const float* q, const float* k_ca
   return batch;
 }
 
-void paged_attention(const float* q, const float* k_cache, const float* v_cache,
+void paged_attention(const float* q, const uint8_t* k_cache, const uint8_t* v_cache,
                      const AttentionMetadata& md, const PagedAttentionParams& p, float* out,
                      ThreadPool& pool) {
   check_params(md, p);
   ops::paged_attention(paged_attention_batch(q, k_cache, v_cache, md, p, out), pool);
 }
 
-void paged_attention_reference(const float* q, const float* k_cache, const float* v_cache,
+void paged_attention_reference(const float* q, const uint8_t* k_cache, const uint8_t* v_cache,
                                const AttentionMetadata& md, const PagedAttentionParams& p,
                                float* out) {
   check_params(md, p);
@@ -102,7 +109,7 @@ void paged_attention_reference(const float* q, const float* k_cache, const float
       const float* qh = q + (t * p.num_heads + h) * p.head_dim;
       std::vector<double> scores;
       for (int64_t j = task.first_key; j <= task.position; ++j) {
-        const float* k = kv_row(k_cache, md, p, task.seq, j, h / group);
+        const std::vector<float> k = kv_row(k_cache, md, p, task.seq, j, h / group);
         double s = 0.0;
         for (int64_t i = 0; i < p.head_dim; ++i) s += double{qh[i]} * k[i];
         scores.push_back(s * p.scale);
@@ -111,13 +118,12 @@ void paged_attention_reference(const float* q, const float* k_cache, const float
       double sum = 0.0;
       for (double& s : scores) sum += s = std::exp(s - max);
       float* o = out + (t * p.num_heads + h) * p.head_dim;
-      for (int64_t i = 0; i < p.head_dim; ++i) {
-        double acc = 0.0;
-        for (int64_t j = task.first_key; j <= task.position; ++j) {
-          acc += scores[j - task.first_key] * kv_row(v_cache, md, p, task.seq, j, h / group)[i];
-        }
-        o[i] = static_cast<float>(acc / sum);
+      std::vector<double> acc(p.head_dim, 0.0);
+      for (int64_t j = task.first_key; j <= task.position; ++j) {
+        const std::vector<float> v = kv_row(v_cache, md, p, task.seq, j, h / group);
+        for (int64_t i = 0; i < p.head_dim; ++i) acc[i] += scores[j - task.first_key] * v[i];
       }
+      for (int64_t i = 0; i < p.head_dim; ++i) o[i] = static_cast<float>(acc[i] / sum);
     }
   }
 }

@@ -1,7 +1,9 @@
 // Attention over a paged KV cache for a flat batch of sequences.
 //
-// KV layout of one layer (the KV arena, see runner/kv_arena.h):
-//   k_cache, v_cache: [num_blocks, block_size, num_kv_heads, head_dim] f32
+// KV layout of one layer (the KV arena, see attention/kv_arena.h):
+//   k_cache, v_cache: [num_blocks, block_size] token rows of
+//   tensor::KvRowLayout{kv_dtype, num_kv_heads, head_dim} (for f32 that is
+//   [num_blocks, block_size, num_kv_heads, head_dim] floats)
 // A slot s = block_id * block_size + offset addresses one token's row.
 //
 // reshape_and_cache writes the new tokens' K/V rows into their slots;
@@ -23,6 +25,7 @@
 #include "attention/attention_metadata.h"
 #include "base/thread_pool.h"
 #include "ops/ops.h"
+#include "tensor/kv_cache_dtype.h"
 
 namespace strata::attention {
 
@@ -33,24 +36,31 @@ struct PagedAttentionParams {
   int64_t block_size = 0;
   float scale = 1.0f;
   int64_t sliding_window = 0;  // 0 = full causal attention
+  tensor::KvCacheDtype kv_dtype = tensor::KvCacheDtype::kF32;
+
+  tensor::KvRowLayout kv_layout() const { return {kv_dtype, num_kv_heads, head_dim}; }
 };
 
-// k, v: [num_tokens, num_kv_heads, head_dim] -> cache rows at slot_mapping.
+// k, v: [num_tokens, num_kv_heads, head_dim] f32 -> cache rows at
+// slot_mapping, encoded as `layout` (tensor::encode_kv_row). k_scale,
+// v_scale > 0: fixed fp8 scales (a checkpoint's); 0: per token and head.
 void reshape_and_cache(const float* k, const float* v, const AttentionMetadata& md,
-                       int64_t kv_row_floats, float* k_cache, float* v_cache);
+                       const tensor::KvRowLayout& layout, float k_scale, float v_scale,
+                       uint8_t* k_cache, uint8_t* v_cache);
 
 // The ops kernel's view of one layer's call (pointers into md, q, the caches
 // and out; valid while they are).
-ops::PagedAttentionBatch paged_attention_batch(const float* q, const float* k_cache,
-                                               const float* v_cache, const AttentionMetadata& md,
+ops::PagedAttentionBatch paged_attention_batch(const float* q, const uint8_t* k_cache,
+                                               const uint8_t* v_cache, const AttentionMetadata& md,
                                                const PagedAttentionParams& p, float* out);
 
 // q, out: [num_tokens, num_heads, head_dim].
-void paged_attention(const float* q, const float* k_cache, const float* v_cache,
+void paged_attention(const float* q, const uint8_t* k_cache, const uint8_t* v_cache,
                      const AttentionMetadata& md, const PagedAttentionParams& p, float* out,
                      ThreadPool& pool);
 
-void paged_attention_reference(const float* q, const float* k_cache, const float* v_cache,
+// Reads every K/V row through tensor::decode_kv_head, then f64 throughout.
+void paged_attention_reference(const float* q, const uint8_t* k_cache, const uint8_t* v_cache,
                                const AttentionMetadata& md, const PagedAttentionParams& p,
                                float* out);
 

@@ -15,26 +15,47 @@
 namespace strata::attention {
 namespace {
 
+using tensor::KvCacheDtype;
+
 struct Case {
   std::vector<int> context_lens;  // per sequence, after this step
   std::vector<int> num_new;       // per sequence
   int num_heads, num_kv_heads, head_dim, block_size;
   int sliding_window = 0;
+  KvCacheDtype kv_dtype = KvCacheDtype::kF32;
 };
 
-// Contiguous per-sequence K/V, scattered into shuffled blocks; the expected
-// output is computed from the contiguous copy, independently of block tables.
+// Contiguous per-sequence K/V, scattered into shuffled blocks (encoded in
+// the case's dtype); the expected output is computed from the contiguous
+// copy of the values the cache holds (decoded), independently of block tables.
 struct Built {
-  std::vector<float> q, k_cache, v_cache, expected;
+  std::vector<float> q, expected;
+  std::vector<uint8_t> k_cache, v_cache;
   std::vector<std::vector<float>> k_seq, v_seq;
   AttentionMetadata md;
 };
+
+// The values a row reads back as once stored in `layout`.
+std::vector<float> stored_values(const std::vector<float>& x, const tensor::KvRowLayout& layout) {
+  const int64_t row = layout.num_kv_heads * layout.head_dim;
+  std::vector<float> out(x.size());
+  std::vector<uint8_t> bytes(layout.row_bytes());
+  for (size_t r = 0; r * row < x.size(); ++r) {
+    tensor::encode_kv_row(&x[r * row], layout, 0.0f, bytes.data());
+    for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
+      tensor::decode_kv_head(bytes.data(), layout, h, &out[r * row + h * layout.head_dim]);
+    }
+  }
+  return out;
+}
 
 Built build(const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist;
   Built b;
   const int row = c.num_kv_heads * c.head_dim;
+  const tensor::KvRowLayout layout{c.kv_dtype, c.num_kv_heads, c.head_dim};
+  const int64_t row_bytes = layout.row_bytes();
   const int num_seqs = static_cast<int>(c.context_lens.size());
   int max_blocks = 0, total_blocks = 0;
   for (int len : c.context_lens) {
@@ -46,7 +67,9 @@ Built build(const Case& c, uint32_t seed) {
   std::vector<int32_t> free_ids(total_blocks);
   std::iota(free_ids.begin(), free_ids.end(), 0);
   std::shuffle(free_ids.begin(), free_ids.end(), rng);
-  b.k_cache.assign(int64_t{total_blocks} * c.block_size * row, NAN);  // unused slots poisoned
+  // Unused slots poisoned: all-ones bytes read as NaN in f32, bf16, f16 and
+  // e5m2, and as NaN scales in e4m3.
+  b.k_cache.assign(int64_t{total_blocks} * c.block_size * row_bytes, 0xff);
   b.v_cache = b.k_cache;
   b.md.max_blocks_per_seq = max_blocks;
   b.md.block_tables.assign(num_seqs * max_blocks, -1);
@@ -63,12 +86,12 @@ Built build(const Case& c, uint32_t seed) {
     for (int pos = 0; pos < len; ++pos) {
       int64_t slot = int64_t{b.md.block_tables[s * max_blocks + pos / c.block_size]} * c.block_size +
                      pos % c.block_size;
-      std::copy_n(&ks[pos * row], row, &b.k_cache[slot * row]);
-      std::copy_n(&vs[pos * row], row, &b.v_cache[slot * row]);
+      tensor::encode_kv_row(&ks[pos * row], layout, 0.0f, &b.k_cache[slot * row_bytes]);
+      tensor::encode_kv_row(&vs[pos * row], layout, 0.0f, &b.v_cache[slot * row_bytes]);
       if (pos >= len - c.num_new[s]) b.md.slot_mapping.push_back(slot);
     }
-    b.k_seq.push_back(ks);
-    b.v_seq.push_back(vs);
+    b.k_seq.push_back(stored_values(ks, layout));
+    b.v_seq.push_back(stored_values(vs, layout));
     b.md.seq_lens.push_back(len);
     b.md.query_start_loc.push_back(b.md.query_start_loc.back() + c.num_new[s]);
   }
@@ -122,8 +145,10 @@ ops::PagedAttentionBatch batch_of(const Built& b, const PagedAttentionParams& p,
 }
 
 PagedAttentionParams params_of(const Case& c) {
-  return {c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
-          static_cast<float>(1.0 / std::sqrt(double(c.head_dim))), c.sliding_window};
+  return {c.num_heads,    c.num_kv_heads,
+          c.head_dim,     c.block_size,
+          static_cast<float>(1.0 / std::sqrt(double(c.head_dim))),
+          c.sliding_window, c.kv_dtype};
 }
 
 // Every kernel table, with q and out shifted off their natural alignment by
@@ -146,9 +171,7 @@ void run_tables(const Case& c, uint32_t seed, int misalign, float tolerance) {
 
 void run_case(const Case& c, uint32_t seed) {
   Built b = build(c, seed);
-  PagedAttentionParams p{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
-                         static_cast<float>(1.0 / std::sqrt(double(c.head_dim))),
-                         c.sliding_window};
+  const PagedAttentionParams p = params_of(c);
   std::vector<float> out(b.q.size()), ref(b.q.size());
   ThreadPool pool(2);
   paged_attention(b.q.data(), b.k_cache.data(), b.v_cache.data(), b.md, p, out.data(), pool);
@@ -157,6 +180,14 @@ void run_case(const Case& c, uint32_t seed) {
     ASSERT_NEAR(ref[i], b.expected[i], 1e-5) << "reference, element " << i;
     ASSERT_NEAR(out[i], b.expected[i], 2e-5) << "kernel, element " << i;
   }
+}
+
+constexpr KvCacheDtype kAllDtypes[] = {KvCacheDtype::kF32, KvCacheDtype::kBF16, KvCacheDtype::kF16,
+                                       KvCacheDtype::kFp8E4M3, KvCacheDtype::kFp8E5M2};
+
+Case with_dtype(Case c, KvCacheDtype dtype) {
+  c.kv_dtype = dtype;
+  return c;
 }
 
 TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
@@ -175,6 +206,23 @@ TEST(PagedAttentionTest, SlidingWindow) {
   run_case({{30, 12}, {30, 1}, 4, 1, 16, 4, 8}, 4);
 }
 
+// The compact dtypes through both kernels (decode and lane) and the
+// reference: the kernels must compute with exactly the stored values.
+TEST(PagedAttentionTest, CompactKvDtypesReadTheStoredValues) {
+  for (KvCacheDtype d : kAllDtypes) {
+    SCOPED_TRACE(tensor::kv_cache_dtype_name(d));
+    run_case(with_dtype({{1, 5, 16, 17, 40}, {1, 1, 1, 1, 1}, 4, 2, 16, 16}, d), 1);
+    run_case(with_dtype({{7, 33, 20}, {7, 10, 1}, 6, 3, 8, 4}, d), 2);
+    run_case(with_dtype({{9, 3}, {9, 3}, 3, 3, 13, 5}, d), 3);
+    run_tables(with_dtype({{300, 37, 1, 129}, {44, 37, 1, 1}, 14, 2, 64, 16}, d), 11, 0, 2e-5f);
+    run_tables(with_dtype({{300, 37, 1, 129}, {44, 37, 1, 1}, 14, 2, 64, 16}, d), 12, 3, 2e-5f);
+    run_tables(with_dtype({{70, 18}, {33, 2}, 8, 2, 128, 32}, d), 13, 1, 2e-5f);
+    run_tables(with_dtype({{23, 51}, {23, 7}, 6, 3, 13, 5}, d), 14, 2, 2e-5f);
+    run_tables(with_dtype({{90, 40}, {40, 3}, 4, 1, 16, 16, 21}, d), 15, 0, 2e-5f);
+    run_tables(with_dtype({{90}, {90}, 2, 2, 40, 8, 5}, d), 16, 1, 2e-5f);  // 16-wide + tail
+  }
+}
+
 TEST(PagedAttentionTest, EveryKernelTableOverShapesAndMisalignments) {
   // Qwen2.5-0.5B's heads (14 query heads on 2 kv heads, head_dim 64): rows of
   // a token straddle the 16-lane items.
@@ -189,6 +237,7 @@ TEST(PagedAttentionTest, EveryKernelTableOverShapesAndMisalignments) {
 }
 
 void check_rows_alone_equal_batched(const Case& together) {
+  SCOPED_TRACE(tensor::kv_cache_dtype_name(together.kv_dtype));
   Built all = build(together, 21);
   const PagedAttentionParams p = params_of(together);
   ThreadPool pool(2), serial(1);
@@ -220,16 +269,20 @@ void check_rows_alone_equal_batched(const Case& together) {
 TEST(PagedAttentionTest, RowResultsDoNotDependOnTheBatch) {
   for (int window : {0, 21}) {
     SCOPED_TRACE("sliding_window " + std::to_string(window));
-    check_rows_alone_equal_batched({{45, 80, 3}, {45, 17, 1}, 14, 2, 64, 16, window});
+    for (KvCacheDtype d : kAllDtypes) {
+      check_rows_alone_equal_batched({{45, 80, 3}, {45, 17, 1}, 14, 2, 64, 16, window, d});
+    }
   }
 }
 
 // The invariant "reused KV == recomputed KV" needs a decoded token (one new
 // token: the decode kernel) to give the same bits as the same token computed
 // in a prefill chunk (the lane kernel), for every head grouping it serves.
-void check_decode_equals_prefill(int heads, int kv_heads, int dim, int window) {
+void check_decode_equals_prefill(int heads, int kv_heads, int dim, int window,
+                                 KvCacheDtype dtype = KvCacheDtype::kF32) {
+  SCOPED_TRACE(tensor::kv_cache_dtype_name(dtype));
   const int ctx = 93;
-  const Case chunk{{ctx}, {6}, heads, kv_heads, dim, 16, window};
+  const Case chunk{{ctx}, {6}, heads, kv_heads, dim, 16, window, dtype};
   Built b = build(chunk, 31);
   const PagedAttentionParams p = params_of(chunk);
   ThreadPool pool(2);
@@ -257,18 +310,42 @@ TEST(PagedAttentionTest, DecodedTokenEqualsTheSameTokenInAPrefillChunk) {
   check_decode_equals_prefill(12, 1, 32, 0);   // 12 rows (16-row variant), runtime head_dim
   check_decode_equals_prefill(20, 1, 16, 0);   // 20 rows: two items
   check_decode_equals_prefill(8, 2, 64, 37);   // sliding window
+  for (KvCacheDtype d : kAllDtypes) {
+    check_decode_equals_prefill(14, 2, 64, 0, d);
+    check_decode_equals_prefill(12, 1, 32, 0, d);
+    check_decode_equals_prefill(8, 2, 64, 37, d);
+  }
 }
 
 TEST(PagedAttentionTest, ReshapeAndCacheWritesSlots) {
   AttentionMetadata md;
   md.slot_mapping = {5, 0};
-  std::vector<float> k = {1, 2, 3, 4}, v = {5, 6, 7, 8};
-  std::vector<float> kc(12, 0), vc(12, 0);
-  reshape_and_cache(k.data(), v.data(), md, 2, kc.data(), vc.data());
-  EXPECT_EQ(kc[10], 1);
-  EXPECT_EQ(kc[11], 2);
-  EXPECT_EQ(kc[0], 3);
-  EXPECT_EQ(vc[1], 8);
+  std::vector<float> k = {1, 2, 3, 4}, v = {5, 6, 7, 9};
+  const tensor::KvRowLayout f32{KvCacheDtype::kF32, 1, 2};
+  std::vector<uint8_t> kc(12 * 4, 0), vc(12 * 4, 0);
+  reshape_and_cache(k.data(), v.data(), md, f32, 0.0f, 0.0f, kc.data(), vc.data());
+  auto at = [](const std::vector<uint8_t>& c, int i) {
+    float f;
+    std::memcpy(&f, c.data() + 4 * i, 4);
+    return f;
+  };
+  EXPECT_EQ(at(kc, 10), 1);
+  EXPECT_EQ(at(kc, 11), 2);
+  EXPECT_EQ(at(kc, 0), 3);
+  EXPECT_EQ(at(vc, 1), 9);
+  // fp8 rows: 2 value bytes then the scale; a fixed scale is written as given.
+  const tensor::KvRowLayout fp8{KvCacheDtype::kFp8E4M3, 1, 2};
+  std::vector<uint8_t> k8(6 * fp8.row_bytes(), 0), v8(k8.size(), 0);
+  reshape_and_cache(k.data(), v.data(), md, fp8, 0.0f, 0.25f, k8.data(), v8.data());
+  float row[2];
+  tensor::decode_kv_head(k8.data() + 5 * fp8.row_bytes(), fp8, 0, row);
+  EXPECT_EQ(row[0], 1);
+  EXPECT_EQ(row[1], 2);
+  float v_scale;
+  std::memcpy(&v_scale, v8.data() + fp8.scale_offset(0), 4);
+  EXPECT_EQ(v_scale, 0.25f);
+  tensor::decode_kv_head(v8.data(), fp8, 0, row);
+  EXPECT_EQ(row[1], 9);  // 36 * 0.25, exact in e4m3
 }
 
 }  // namespace

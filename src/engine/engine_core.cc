@@ -6,12 +6,15 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tensor/kv_cache_dtype.h"
+
 namespace strata::engine {
 namespace {
 
 int64_t num_blocks_for(const model::Model& model, const EngineConfig& config) {
   if (config.num_blocks > 0) return config.num_blocks;
-  return config.kv_cache_memory_bytes / model.kv_bytes_per_block(config.block_size);
+  return config.kv_cache_memory_bytes /
+         model.kv_bytes_per_block(config.block_size, config.kv_cache_dtype);
 }
 
 }  // namespace
@@ -56,14 +59,15 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(const model::Model& mod
         "the KV cache has room for " + std::to_string(num_blocks * config.block_size) +
         " tokens but --max-model-len is " + std::to_string(config.scheduler.max_model_len) +
         "; raise --kv-cache-memory (one token needs " +
-        std::to_string(model.kv_bytes_per_block(1)) + " bytes) or lower --max-model-len");
+        std::to_string(model.kv_bytes_per_block(1, config.kv_cache_dtype)) +
+        " bytes) or lower --max-model-len");
   }
   std::unique_ptr<EngineCore> core(new EngineCore(model, config, num_blocks, pool));
   if (config.offload.enabled) {
     const model::ModelConfig& c = model.config();
     offload::ChunkFormat format;
     format.model_fingerprint = core->extra_keys_.model_fingerprint;
-    format.kv_dtype = core->extra_keys_.kv_dtype;
+    format.kv_dtype = config.kv_cache_dtype;
     format.num_layers = c.num_hidden_layers;
     format.num_kv_heads = c.num_key_value_heads;
     format.head_dim = c.head_dim;
@@ -150,9 +154,9 @@ EngineCore::EngineCore(const model::Model& model, const EngineConfig& config, in
       kv_(static_cast<int32_t>(num_blocks), static_cast<int32_t>(config.block_size),
           config.enable_prefix_caching),
       scheduler_(config.scheduler, kv_),
-      runner_(model, num_blocks, config.block_size, pool) {
+      runner_(model, num_blocks, config.block_size, config.kv_cache_dtype, pool) {
   extra_keys_.model_fingerprint = engine::model_fingerprint(model);
-  extra_keys_.kv_dtype = "f32";
+  extra_keys_.kv_dtype = tensor::kv_cache_dtype_name(config.kv_cache_dtype);
 }
 
 Status EngineCore::validate(const model::Model& model, const EngineConfig& config,

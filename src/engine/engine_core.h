@@ -38,6 +38,10 @@ struct EngineConfig {
   int64_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;
   int64_t num_blocks = 0;  // when > 0, overrides kv_cache_memory_bytes
+  // The KV pool's element type (--kv-cache-dtype, resolved): it sizes the
+  // pool, and it is part of every block hash and chunk namespace, so caches
+  // of different dtypes never mix.
+  tensor::KvCacheDtype kv_cache_dtype = tensor::KvCacheDtype::kF32;
   bool enable_prefix_caching = true;
   offload::OffloadConfig offload;  // the tiered KV cache (off unless enabled)
   // KV events for routers (--kv-events-config); null or disabled = none. The

@@ -33,6 +33,29 @@ StatusOr<ops::MatmulWeight> load_linear(const WeightSource& weights, const std::
   return ops::MatmulWeight::prepare(view);
 }
 
+// A scalar fp8 KV scale under any of vLLM's names; 0 when absent.
+StatusOr<float> load_kv_scale(const WeightSource& weights, const std::string& prefix,
+                              const std::string& which) {
+  for (const std::string& name :
+       {prefix + "self_attn." + which + "_scale", prefix + "self_attn.attn." + which + "_scale",
+        prefix + "self_attn." + which + "_proj.output_scale"}) {
+    if (!weights.has(name)) continue;
+    const tensor::TensorView& view = weights.find(name)->view;
+    if (view.num_elements() != 1) {
+      return invalid_argument(name + ": a KV scale must hold one value, got " +
+                              std::to_string(view.num_elements()));
+    }
+    float scale = 0.0f;
+    tensor::convert_to_f32(view.data, view.dtype, 1, &scale);
+    if (!(scale > 0.0f) || !std::isfinite(scale)) {
+      return invalid_argument(name + ": a KV scale must be positive and finite, got " +
+                              std::to_string(scale));
+    }
+    return scale;
+  }
+  return 0.0f;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Model>> Model::load(ModelFiles files, const LoadProgress& progress) {
@@ -88,6 +111,8 @@ Status Model::prepare_layer(int64_t layer_idx, LayerWeights& layer) {
     STRATA_ASSIGN_OR_RETURN(layer.k_bias, load_f32(w, p + "self_attn.k_proj.bias", {kv_dim}));
     STRATA_ASSIGN_OR_RETURN(layer.v_bias, load_f32(w, p + "self_attn.v_proj.bias", {kv_dim}));
   }
+  STRATA_ASSIGN_OR_RETURN(layer.k_scale, load_kv_scale(w, p, "k"));
+  STRATA_ASSIGN_OR_RETURN(layer.v_scale, load_kv_scale(w, p, "v"));
   if (c.qk_norm) {
     STRATA_ASSIGN_OR_RETURN(layer.q_norm, load_f32(w, p + "self_attn.q_norm.weight",
                                                    {c.head_dim}));
@@ -122,14 +147,25 @@ int64_t Model::num_parameters() const {
   return n;
 }
 
-attention::KvArena Model::make_kv_arena(int64_t num_blocks, int64_t block_size) const {
-  return attention::KvArena(config_.num_hidden_layers, num_blocks, block_size,
-                            config_.num_key_value_heads, config_.head_dim);
+bool Model::has_kv_scales() const {
+  return !layers_.empty() && std::all_of(layers_.begin(), layers_.end(), [](const LayerWeights& l) {
+    return l.k_scale > 0.0f && l.v_scale > 0.0f;
+  });
 }
 
-int64_t Model::kv_bytes_per_block(int64_t block_size) const {
+tensor::KvRowLayout Model::kv_row_layout(tensor::KvCacheDtype dtype) const {
+  return {dtype, config_.num_key_value_heads, config_.head_dim};
+}
+
+attention::KvArena Model::make_kv_arena(int64_t num_blocks, int64_t block_size,
+                                        tensor::KvCacheDtype dtype) const {
+  return attention::KvArena(config_.num_hidden_layers, num_blocks, block_size,
+                            kv_row_layout(dtype));
+}
+
+int64_t Model::kv_bytes_per_block(int64_t block_size, tensor::KvCacheDtype dtype) const {
   return attention::KvArena::bytes_per_block(config_.num_hidden_layers, block_size,
-                                             config_.num_key_value_heads, config_.head_dim);
+                                             kv_row_layout(dtype));
 }
 
 ForwardBatch ForwardBatch::single_sequence(const int32_t* tokens, int64_t num_tokens,
@@ -194,7 +230,11 @@ void Model::attention_block(const LayerWeights& layer, int64_t layer_idx, float*
             rope_inv_freq_.data(), c.rope_style);
 
   // Every new K/V row of the step is in the cache before any attention reads.
-  attention::reshape_and_cache(k.data(), v.data(), batch.attn, kv_dim, kv.k(layer_idx),
+  // Checkpoint scales apply only when every layer has them (has_kv_scales()).
+  const bool fixed_scales = kv.layout().dtype != tensor::KvCacheDtype::kF32 && has_kv_scales();
+  attention::reshape_and_cache(k.data(), v.data(), batch.attn, kv.layout(),
+                               fixed_scales ? layer.k_scale : 0.0f,
+                               fixed_scales ? layer.v_scale : 0.0f, kv.k(layer_idx),
                                kv.v(layer_idx));
   attention::PagedAttentionParams params{
       c.num_attention_heads,
@@ -202,7 +242,8 @@ void Model::attention_block(const LayerWeights& layer, int64_t layer_idx, float*
       c.head_dim,
       kv.block_size(),
       static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim))),
-      c.sliding_window};
+      c.sliding_window,
+      kv.layout().dtype};
   attention::paged_attention(q.data(), kv.k(layer_idx), kv.v(layer_idx), batch.attn, params,
                              attn.data(), pool);
   ops::matmul(attn.data(), num_tokens, layer.o_proj, nullptr, h.data(), pool);

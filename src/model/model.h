@@ -37,6 +37,9 @@ struct LayerWeights {
   ops::MatmulWeight gate_proj;             // [intermediate, hidden]
   ops::MatmulWeight up_proj;               // [intermediate, hidden]
   ops::MatmulWeight down_proj;             // [hidden, intermediate]
+  // fp8 KV scales from the checkpoint (vLLM's self_attn.k_scale / v_scale and
+  // their older names): stored = x / scale. 0 when absent (scales per token).
+  float k_scale = 0.0f, v_scale = 0.0f;
 };
 
 // One forward pass's inputs: tokens of many sequences, flat (see
@@ -70,12 +73,22 @@ class Model {
   int64_t decode_weight_bytes() const;
   int64_t num_parameters() const;
 
-  // A KV arena shaped for this model.
-  attention::KvArena make_kv_arena(int64_t num_blocks, int64_t block_size) const;
-  int64_t kv_bytes_per_block(int64_t block_size) const;
+  // The dtype of the stored weights (the embedding's), which
+  // --kv-cache-dtype auto follows.
+  tensor::DType weight_dtype() const { return embed_tokens_.dtype; }
+  // True when the checkpoint carries fp8 KV scales for every layer.
+  bool has_kv_scales() const;
+
+  // One token's K (or V) row for this model in `dtype`.
+  tensor::KvRowLayout kv_row_layout(tensor::KvCacheDtype dtype) const;
+  // A KV arena shaped for this model, storing `dtype` (f32 unless given).
+  attention::KvArena make_kv_arena(int64_t num_blocks, int64_t block_size,
+                                   tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32) const;
+  int64_t kv_bytes_per_block(int64_t block_size,
+                             tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32) const;
 
   // Runs every token of `batch`, writing its K/V into `kv` through the slot
-  // mapping, and writes logits [num_logits, vocab] for batch.logits_indices.
+  // mapping (in kv's dtype), and writes logits [num_logits, vocab] for batch.logits_indices.
   void forward(const ForwardBatch& batch, attention::KvArena& kv, float* logits,
                ThreadPool& pool) const;
 

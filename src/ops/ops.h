@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "base/thread_pool.h"
+#include "tensor/kv_row_layout.h"
 #include "tensor/tensor_view.h"
 
 namespace strata::ops {
@@ -123,8 +124,11 @@ void attention(const float* q, const float* k, const float* v, const AttentionSh
 // Every K/V row a token sees must have been written (reshape_and_cache first).
 struct PagedAttentionBatch {
   const float* q = nullptr;        // [num_tokens, num_heads, head_dim]
-  const float* k_cache = nullptr;  // [num_blocks, block_size, num_kv_heads, head_dim]
-  const float* v_cache = nullptr;  // same layout as k_cache
+  // [num_blocks, block_size] token rows laid out as tensor::KvRowLayout
+  // {kv_dtype, num_kv_heads, head_dim} (f32: [.., num_kv_heads, head_dim]).
+  const uint8_t* k_cache = nullptr;
+  const uint8_t* v_cache = nullptr;  // same layout as k_cache
+  tensor::KvCacheDtype kv_dtype = tensor::KvCacheDtype::kF32;
   const int32_t* query_start_loc = nullptr;  // [num_seqs + 1]
   const int32_t* seq_lens = nullptr;         // [num_seqs]
   const int32_t* block_tables = nullptr;     // [num_seqs, max_blocks_per_seq]
@@ -135,7 +139,8 @@ struct PagedAttentionBatch {
   int64_t sliding_window = 0;  // 0 = full causal attention
   float* out = nullptr;        // [num_tokens, num_heads, head_dim]
 };
-// Numerics: f32 throughout, online softmax over key tiles of 16 absolute
+// Numerics: every K/V element is read as decode(element) * scale
+// (tensor::decode_kv_head), then f32 throughout, online softmax over key tiles of 16 absolute
 // positions; a query row's result depends only on its own q and context (not
 // on the other rows of the batch or the thread count).
 void paged_attention(const PagedAttentionBatch& batch, ThreadPool& pool);

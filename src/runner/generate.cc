@@ -41,7 +41,7 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
   const int64_t vocab = model.vocab_size();
   const int64_t num_prompt = static_cast<int64_t>(prompt.size());
   // One sequence: one block holding the whole context.
-  attention::KvArena kv = model.make_kv_arena(1, num_prompt + options.max_tokens);
+  attention::KvArena kv = model.make_kv_arena(1, num_prompt + options.max_tokens, options.kv_dtype);
   int64_t num_computed = 0;
   sampling::Sampler sampler(options.sampling);
   GenerateResult result;
@@ -84,13 +84,13 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
 }
 
 BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t num_gen_tokens,
-                  ThreadPool& pool) {
+                  tensor::KvCacheDtype kv_dtype, ThreadPool& pool) {
   const int64_t vocab = model.vocab_size();
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> prompt(num_prompt_tokens);
   for (int32_t& t : prompt) t = pick(rng);
-  attention::KvArena kv = model.make_kv_arena(1, num_prompt_tokens);
+  attention::KvArena kv = model.make_kv_arena(1, num_prompt_tokens, kv_dtype);
   std::vector<float> logits(vocab);
   BenchResult result;
 
@@ -100,7 +100,7 @@ BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t 
   result.prefill_tokens_per_s = num_prompt_tokens / seconds_since(start);
 
   // Like llama-bench's tg test, decoding starts from an empty context.
-  attention::KvArena decode_kv = model.make_kv_arena(1, num_gen_tokens);
+  attention::KvArena decode_kv = model.make_kv_arena(1, num_gen_tokens, kv_dtype);
   int32_t token = prompt[0];
   start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < num_gen_tokens; ++i) {

@@ -23,6 +23,7 @@ struct GenerateOptions {
   std::vector<int32_t> stop_token_ids;  // generation ends after emitting one of these
   int num_top_logprobs = 0;             // per generated position
   bool keep_all_logits = false;         // fill GenerateResult::logits
+  tensor::KvCacheDtype kv_dtype = tensor::KvCacheDtype::kF32;  // the KV arena's element type
 };
 
 struct GenerateResult {
@@ -51,6 +52,6 @@ struct BenchResult {
   double decode_tokens_per_s = 0.0;
 };
 BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t num_gen_tokens,
-                  ThreadPool& pool);
+                  tensor::KvCacheDtype kv_dtype, ThreadPool& pool);
 
 }  // namespace strata::runner

@@ -7,8 +7,8 @@
 namespace strata::runner {
 
 ModelRunner::ModelRunner(const model::Model& model, int64_t num_blocks, int64_t block_size,
-                         ThreadPool& pool)
-    : model_(model), arena_(model.make_kv_arena(num_blocks, block_size)), pool_(pool) {}
+                         tensor::KvCacheDtype kv_dtype, ThreadPool& pool)
+    : model_(model), arena_(model.make_kv_arena(num_blocks, block_size, kv_dtype)), pool_(pool) {}
 
 void ModelRunner::add_request(kv::RequestKey key, const sampling::SamplingParams& params,
                               int num_top_logprobs, int num_prompt_logprobs) {

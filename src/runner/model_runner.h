@@ -45,8 +45,9 @@ struct StepResult {
 
 class ModelRunner {
  public:
+  // The KV pool: num_blocks blocks of block_size tokens stored as kv_dtype.
   ModelRunner(const model::Model& model, int64_t num_blocks, int64_t block_size,
-              ThreadPool& pool);
+              tensor::KvCacheDtype kv_dtype, ThreadPool& pool);
 
   // Registers a request's sampling settings before it is first scheduled.
   // num_prompt_logprobs < 0 turns prompt logprobs off; k >= 0 reports each

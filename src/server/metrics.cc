@@ -276,11 +276,11 @@ std::string Metrics::render(const engine::EngineStats& s) const {
   render_offload(&out, s);
   header(&out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
   out.append("vllm:cache_config_info{block_size=\"" + std::to_string(cache_.block_size) +
-             "\",cache_dtype=\"auto\",enable_prefix_caching=\"" +
+             "\",cache_dtype=\"" + cache_.cache_dtype + "\",enable_prefix_caching=\"" +
              (cache_.enable_prefix_caching ? "True" : "False") + "\",engine=\"0\"" +
              ",gpu_memory_utilization=\"" + num(cache_.gpu_memory_utilization) +
-             "\",num_cpu_blocks=\"0\",num_gpu_blocks=\"" + std::to_string(cache_.num_gpu_blocks) +
-             "\"} 1.0\n");
+             "\",kv_dtype=\"" + cache_.kv_dtype + "\",num_cpu_blocks=\"0\",num_gpu_blocks=\"" +
+             std::to_string(cache_.num_gpu_blocks) + "\"} 1.0\n");
   render_histogram(&out, "vllm:time_to_first_token_seconds",
                    "Histogram of time to first token in seconds.", ttft_);
   render_histogram(&out, "vllm:request_queue_time_seconds",

@@ -63,6 +63,8 @@ struct CacheConfigInfo {
   int64_t num_gpu_blocks = 0;
   bool enable_prefix_caching = true;
   double gpu_memory_utilization = 0.9;
+  std::string cache_dtype = "auto";  // --kv-cache-dtype as given (vLLM's label)
+  std::string kv_dtype = "f32";      // what it resolved to (tensor::kv_cache_dtype_name)
 };
 
 class Metrics {

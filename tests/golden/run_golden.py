@@ -48,8 +48,11 @@ def load_cases():
         c = dict(c)
         c.setdefault("shards", 1)
         c.setdefault("gguf", None)
+        c.setdefault("kv", "f32")
         c["seed"] = spec["seeds"][c["arch"]]
         c["tol"] = spec["tolerances"][c["gguf"] if c["gguf"] == "q8_0" else c["dtype"]]
+        if c["kv"] != "f32":  # the KV cache's rounding, taken the same way by the reference
+            c["tol"] = max(c["tol"], spec["kv_tolerances"][c["kv"]])
         # f32 GGUF is checked against the safetensors original; q8_0 against its own weights.
         c["ref_source"] = "gguf" if c["gguf"] == "q8_0" else "hf"
         cases[name] = c
@@ -136,8 +139,10 @@ class Reference:
         torch.set_num_threads(1)
         self.R, self.torch = R, torch
         self.m = R.load_model(path).to(torch.float64)
+        self.kv = case["kv"]
         self.prompt = prompt_for(case, self.m.vocab)
-        key = hashlib.sha256((file_hash([REF_DIR]) + path + json.dumps(self.prompt)).encode())
+        key = hashlib.sha256((file_hash([REF_DIR]) + path + json.dumps(self.prompt) +
+                              ("" if self.kv == "f32" else ";kv=" + self.kv)).encode())
         cache = os.path.join(os.path.dirname(os.path.normpath(path)), f"ref-{key.hexdigest()[:16]}")
         os.makedirs(cache, exist_ok=True)
         out_path = os.path.join(cache, "ref.json")
@@ -145,7 +150,7 @@ class Reference:
             with open(out_path) as f:
                 self.out = json.load(f)["output_ids"]
         else:
-            self.out = R.greedy(self.m, self.prompt, MAX_TOKENS)
+            self.out = R.greedy(self.m, self.prompt, MAX_TOKENS, kv=self.kv)
             atomic_write(out_path, json.dumps({"prompt_ids": self.prompt,
                                                "output_ids": self.out}).encode())
         self.logits_cache = os.path.join(cache, "ref-logits.bin")
@@ -155,7 +160,7 @@ class Reference:
         if seq == self.prompt + self.out and os.path.exists(self.logits_cache):
             import numpy as np
             return self.R.read_logits(self.logits_cache).astype(np.float64)
-        lg = self.R.forward(self.m, seq[:-1])
+        lg = self.R.forward(self.m, seq[:-1], kv=self.kv)
         if seq == self.prompt + self.out:
             tmp = f"{self.logits_cache}.{os.getpid()}"
             self.R.write_logits(tmp, lg)
@@ -254,12 +259,17 @@ def compare(name, case, ref, strata_json, strata_logits):
     return ok, lines
 
 
-def run_strata(strata_cmd, model, prompt, tmp):
+# A case's "kv" -> strata's --kv-cache-dtype value.
+KV_FLAG = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "fp8_e4m3": "fp8_e4m3",
+           "fp8_e5m2": "fp8_e5m2"}
+
+
+def run_strata(strata_cmd, model, prompt, tmp, kv="f32"):
     logits_path = os.path.join(tmp, "strata-logits.bin")
     cmd = shlex.split(strata_cmd) + [
         "generate", "--model", model, "--prompt-ids", ",".join(map(str, prompt)),
         "--max-tokens", str(MAX_TOKENS), "--temperature", "0", "--json",
-        "--dump-logits", logits_path]
+        "--dump-logits", logits_path, "--kv-cache-dtype", KV_FLAG[kv]]
     out = run(cmd)
     try:
         js = json.loads(out.strip().splitlines()[-1])
@@ -273,7 +283,7 @@ def run_case(name, case, strata_cmd, work, perturb=None, quiet=False):
     model, ref_path = ensure_model(name, case, work)
     ref = Reference(ref_path, work, case)
     with tempfile.TemporaryDirectory(dir=work) as tmp:
-        js, lg = run_strata(strata_cmd, model, ref.prompt, tmp)
+        js, lg = run_strata(strata_cmd, model, ref.prompt, tmp, case["kv"])
     if perturb == "logit":  # self-test: one wrong logit
         lg = lg.copy()
         r = lg.shape[0] - 3
@@ -283,6 +293,7 @@ def run_case(name, case, strata_cmd, work, perturb=None, quiet=False):
     ok, lines = compare(name, case, ref, js, lg)
     if not quiet or not ok:
         print(f"[{name}] {'PASS' if ok else 'FAIL'} ({case['arch']} {case['dtype']}"
+              f"{' kv ' + case['kv'] if case['kv'] != 'f32' else ''}"
               f"{' gguf ' + case['gguf'] if case['gguf'] else ''}"
               f"{' shards ' + str(case['shards']) if case['shards'] > 1 else ''}; model {model})")
         for line in lines:
@@ -306,6 +317,9 @@ def self_test(cases, work):
         ("qwen2-f32", "bf16-act", None, False, "bf16 activation rounding vs f32 tol"),
         ("llama-bf16", "bf16-act", None, True, "bf16 activation rounding vs bf16 tol"),
         ("qwen2-gguf-q8_0", "q8_0-act", None, True, "q8_0 activation quantization vs q8_0 tol"),
+        ("llama-f32-kv-bf16", "none", None, True, "reference vs itself (bf16 KV)"),
+        ("llama-f32-kv-bf16", "kv-f32", None, False, "bf16 KV rounding left out"),
+        ("qwen3-f32-kv-fp8", "kv-f32", None, False, "fp8 KV rounding left out"),
     ]
     all_ok = True
     for name, bug, perturb, want, what in checks:

@@ -211,13 +211,57 @@ def round_q8_0(x):
     return (q * d.to(torch.float16).to(x.dtype)).reshape(shp)
 
 
+def fp8_grid(kind):
+    """All non-negative finite values of e4m3fn / e5m2, ascending (index = code)."""
+    mant, bias, max_code = (3, 7, 0x7e) if kind == "fp8_e4m3" else (2, 15, 0x7b)
+    vals = []
+    for c in range(max_code + 1):
+        e, m = c >> mant, c & ((1 << mant) - 1)
+        vals.append(math.ldexp(m, 1 - bias - mant) if e == 0 else
+                    math.ldexp(1 + m / (1 << mant), e - bias))
+    return torch.tensor(vals, dtype=torch.float64)
+
+
+def round_fp8(y, kind):
+    """Nearest value of the fp8 format, ties to the even code, saturating at max finite."""
+    grid = fp8_grid(kind)
+    a = y.abs().to(torch.float64).clamp(max=float(grid[-1]))
+    hi = torch.searchsorted(grid, a).clamp(max=len(grid) - 1)
+    lo = (hi - 1).clamp(min=0)
+    d_lo, d_hi = a - grid[lo], grid[hi] - a
+    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0))
+    q = torch.where(pick_hi, grid[hi], grid[lo])
+    return (torch.sign(y) * q).to(y.dtype)
+
+
+def round_kv(x, kv):
+    """x [T, kv_heads, D] as a KV cache of dtype `kv` stores it: f32 keeps the value (the
+    reference's float64 stands in for exact f32), bf16/f16 round to nearest even; fp8 scales
+    each (token, head) by amax / max_finite, rounds to the format and scales back."""
+    if kv == "f32":
+        return x
+    if kv in ("bf16", "f16"):
+        return x.to(torch.float32).to(torch.bfloat16 if kv == "bf16" else torch.float16).to(x.dtype)
+    max_finite = 448.0 if kv == "fp8_e4m3" else 57344.0
+    amax = x.abs().amax(-1, keepdim=True)
+    scale = torch.where(amax > 0, amax / max_finite, torch.ones_like(amax))
+    return round_fp8(x / scale, kv) * scale
+
+
+# --kv-cache-dtype spellings (Strata's / vLLM's) -> round_kv's names.
+KV_DTYPES = {"float32": "f32", "f32": "f32", "bfloat16": "bf16", "bf16": "bf16",
+             "float16": "f16", "f16": "f16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
+             "fp8_e5m2": "fp8_e5m2"}
+
+
 # Optional emulation of an engine's activation rounding before every matmul; used only to
 # size the golden-test tolerances (tests/golden/README.md), never for the reference itself.
 EMULATE = {"none": lambda x: x, "bf16-act": round_bf16, "q8_0-act": round_q8_0}
 
 
-def forward(m, ids, emulate="none"):
-    """Logits [len(ids), vocab] for every position, recomputed from scratch."""
+def forward(m, ids, emulate="none", kv="f32"):
+    """Logits [len(ids), vocab] for every position, recomputed from scratch, with K (after
+    rope) and V rounded as a `kv` cache stores them (round_kv)."""
     rnd = EMULATE[emulate]
     dt = m.w["model.embed_tokens.weight"].dtype
     T = len(ids)
@@ -248,6 +292,7 @@ def forward(m, ids, emulate="none"):
             k = rms_norm(k, w("self_attn.k_norm.weight"), m.eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        k, v = round_kv(k, kv), round_kv(v, kv)
         k = k.repeat_interleave(nq // nkv, dim=1)  # query head h reads kv head h // group
         v = v.repeat_interleave(nq // nkv, dim=1)
         scores = torch.einsum("thd,shd->hts", q, k) / math.sqrt(D)
@@ -263,12 +308,12 @@ def forward(m, ids, emulate="none"):
     return x @ m.lm_head().T
 
 
-def greedy(m, prompt, max_tokens, emulate="none"):
+def greedy(m, prompt, max_tokens, emulate="none", kv="f32"):
     """Greedy decode by full recomputation. Returns the output ids."""
     seq = list(prompt)
     out = []
     for _ in range(max_tokens):
-        logits = forward(m, seq, emulate)
+        logits = forward(m, seq, emulate, kv)
         nxt = int(torch.argmax(logits[-1]))
         out.append(nxt)
         seq.append(nxt)
@@ -311,7 +356,10 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--dump-logits")
     ap.add_argument("--compute", choices=["f64", "f32"], default="f64")
-    ap.add_argument("--inject-bug", choices=["none", "bf16-act", "q8_0-act", "no-sliding-window"],
+    ap.add_argument("--kv-cache-dtype", default="float32", choices=sorted(KV_DTYPES),
+                    help="round K/V as a KV cache of this dtype stores them")
+    ap.add_argument("--inject-bug", choices=["none", "bf16-act", "q8_0-act", "no-sliding-window",
+                                             "kv-f32"],
                     default="none", help="test-only: make the output deliberately inexact "
                     "(used by run_golden.py --self-test to prove the golden test fails)")
     a = ap.parse_args()
@@ -322,13 +370,14 @@ def main():
     emulate = a.inject_bug if a.inject_bug.endswith("-act") else "none"
     if a.inject_bug == "no-sliding-window":
         m.sliding_window = None
+    kv = "f32" if a.inject_bug == "kv-f32" else KV_DTYPES[a.kv_cache_dtype]
     if a.sequence_ids:
         prompt, out = parse_ids(a.sequence_ids), []
     else:
         prompt = parse_ids(a.prompt_ids)
-        out = greedy(m, prompt, a.max_tokens, emulate)
+        out = greedy(m, prompt, a.max_tokens, emulate, kv)
     seq = prompt + out
-    logits = forward(m, seq[:-1], emulate) if len(seq) > 1 else torch.zeros(0, m.vocab)
+    logits = forward(m, seq[:-1], emulate, kv) if len(seq) > 1 else torch.zeros(0, m.vocab)
     if a.dump_logits:
         write_logits(a.dump_logits, logits)
     if a.json:

@@ -5,12 +5,12 @@
 #include <cstring>
 
 #include "offload/tiers/little_endian.h"
+#include "tensor/kv_cache_dtype.h"
 
 namespace strata::offload {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'T', 'R', 'K', 'V', 'C', 'H', '1'};
-constexpr int64_t kBytesPerElement = 4;  // f32, the only v1 payload dtype
 
 // Field offsets inside the header (see the table in chunk_format.h).
 constexpr size_t kMagicOff = 0;
@@ -20,6 +20,7 @@ constexpr size_t kNamespaceOff = 16;
 constexpr size_t kKeyOff = 32;
 constexpr size_t kPayloadBytesOff = 48;
 constexpr size_t kPayloadChecksumOff = 56;
+constexpr size_t kDtypeOff = 64;
 constexpr size_t kHeaderChecksumOff = 88;
 
 kv::BlockHash namespace_id(const ChunkFormat& format) {
@@ -49,12 +50,12 @@ std::string escape_field(const std::string& s) {
 }  // namespace
 
 int64_t ChunkFormat::payload_bytes() const {
-  return num_layers * 2 * tokens_per_chunk() * num_kv_heads * head_dim * kBytesPerElement;
+  return num_layers * 2 * tokens_per_chunk() * row_layout().row_bytes();
 }
 
 std::string ChunkFormat::namespace_string() const {
   return "strata-kv-v" + std::to_string(kChunkFormatVersion) +
-         ";model=" + escape_field(model_fingerprint) + ";dtype=" + escape_field(kv_dtype) +
+         ";model=" + escape_field(model_fingerprint) + ";dtype=" + escape_field(tensor::kv_cache_dtype_name(kv_dtype)) +
          ";layers=" + std::to_string(num_layers) + ";kv_heads=" + std::to_string(num_kv_heads) +
          ";head_dim=" + std::to_string(head_dim) + ";tokens=" + std::to_string(tokens_per_chunk());
 }
@@ -72,6 +73,7 @@ void encode_chunk_header(const ChunkFormat& format, const ChunkKey& key,
   put_hash(h + kKeyOff, key);
   put_u64(h + kPayloadBytesOff, payload.size());
   put_u64(h + kPayloadChecksumOff, XXH3_64bits(payload.data(), payload.size()));
+  h[kDtypeOff] = static_cast<uint8_t>(format.kv_dtype);
   put_u64(h + kHeaderChecksumOff, XXH3_64bits(h, kHeaderChecksumOff));
 }
 
@@ -105,6 +107,15 @@ StatusOr<ChunkHeader> decode_chunk_header(const ChunkFormat& format, const Chunk
   out.key = get_hash(h + kKeyOff);
   out.payload_bytes = get_u64(h + kPayloadBytesOff);
   out.payload_checksum = get_u64(h + kPayloadChecksumOff);
+  const uint8_t dtype = h[kDtypeOff];
+  if (dtype != static_cast<uint8_t>(format.kv_dtype)) {
+    tensor::KvCacheDtype stored{};
+    const bool known = dtype <= static_cast<uint8_t>(tensor::KvCacheDtype::kFp8E5M2);
+    if (known) stored = static_cast<tensor::KvCacheDtype>(dtype);
+    return data_loss(std::string("chunk header: kv_dtype mismatch: file has ") +
+                     (known ? tensor::kv_cache_dtype_name(stored) : std::to_string(dtype).c_str()) +
+                     ", expected " + tensor::kv_cache_dtype_name(format.kv_dtype));
+  }
   const kv::BlockHash expected_ns = namespace_id(format);
   if (!(out.namespace_id == expected_ns)) {
     return data_loss("chunk header: namespace mismatch: file has " + out.namespace_id.to_hex() +

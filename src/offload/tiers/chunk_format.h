@@ -4,11 +4,14 @@
 //
 // Canonical payload (format v1, the host tier's slot contents):
 //   for layer in 0 .. num_layers-1:
-//     K  [num_tokens, num_kv_heads, head_dim]  f32 little-endian
-//     V  [num_tokens, num_kv_heads, head_dim]  f32 little-endian
-// where num_tokens = blocks_per_chunk * block_size, tokens in prompt order.
-// It depends only on the model and the chunk size, never on thread counts,
-// batch settings or the KV pool's block ids.
+//     K  [num_tokens] rows of tensor::KvRowLayout{kv_dtype, num_kv_heads, head_dim}
+//     V  [num_tokens] rows, the same
+// where num_tokens = blocks_per_chunk * block_size, tokens in prompt order,
+// little-endian. A row is the KV pool's row byte for byte: f32 rows are
+// [num_kv_heads, head_dim] f32; bf16/f16 rows 2 bytes per value; fp8 rows 1
+// byte per value followed by one f32 scale per kv head. The payload depends
+// only on the model, the dtype and the chunk size, never on thread counts,
+// batch settings or the KV pool's block ids; no tier widens or converts it.
 //
 // Framed chunk (what a secondary tier stores) = ChunkHeader (kHeaderBytes,
 // little-endian fields, below) followed by the payload.
@@ -21,7 +24,9 @@
 //    32    16  key: the chunk key (kv::BlockHash low, high)
 //    48     8  payload_bytes
 //    56     8  payload_checksum: XXH3-64 of the payload, seed 0
-//    64    24  reserved, zero
+//    64     1  kv_dtype: tensor::KvCacheDtype code (0 f32, 1 bf16, 2 f16,
+//                3 fp8_e4m3, 4 fp8_e5m2); also part of the namespace
+//    65    23  reserved, zero
 //    88     8  header_checksum: XXH3-64 of bytes [0, 88), seed 0
 //
 // Pure functions and plain data; thread-safe.
@@ -33,6 +38,7 @@
 
 #include "base/status.h"
 #include "kv/block_hash.h"
+#include "tensor/kv_row_layout.h"
 
 namespace strata::offload {
 
@@ -44,7 +50,7 @@ inline constexpr int64_t kHeaderBytes = 96;
 // Everything that determines a chunk's bytes besides its key.
 struct ChunkFormat {
   std::string model_fingerprint;  // engine::model_fingerprint()
-  std::string kv_dtype = "f32";
+  tensor::KvCacheDtype kv_dtype = tensor::KvCacheDtype::kF32;
   int64_t num_layers = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
@@ -52,7 +58,8 @@ struct ChunkFormat {
   int64_t blocks_per_chunk = 1;
 
   int64_t tokens_per_chunk() const { return block_size * blocks_per_chunk; }
-  // Payload size: num_layers * 2 * tokens * heads * head_dim * 4.
+  tensor::KvRowLayout row_layout() const { return {kv_dtype, num_kv_heads, head_dim}; }
+  // Payload size: num_layers * 2 * tokens * row_layout().row_bytes().
   int64_t payload_bytes() const;
   // "strata-kv-v1;model=<fp>;dtype=f32;layers=..;kv_heads=..;head_dim=..;tokens=.."
   // Two formats share stored chunks exactly when these strings are equal.
@@ -76,7 +83,7 @@ void encode_chunk_header(const ChunkFormat& format, const ChunkKey& key,
                          std::span<const uint8_t> payload, std::span<uint8_t, kHeaderBytes> out);
 
 // Checks a header read back for `key`: magic, version, header checksum,
-// namespace, key and payload size. The message says which field is wrong
+// kv dtype, namespace, key and payload size. The message says which field is wrong
 // ("chunk header: key mismatch: file has ..., expected ..."). Does not check
 // the payload; call verify_chunk_payload once it is read.
 StatusOr<ChunkHeader> decode_chunk_header(const ChunkFormat& format, const ChunkKey& key,

@@ -63,6 +63,41 @@ TEST(ChunkFormat, PayloadBytesAndNamespaceString) {
             "tokens=10");
 }
 
+// Compact dtypes shrink the payload: 1/2 of f32 for bf16/f16, 1/4 plus one
+// f32 scale per token, kv head, layer and K/V for fp8.
+TEST(ChunkFormat, PayloadBytesFollowTheKvDtype) {
+  ChunkFormat f = test_format();  // 2 layers, 10 tokens, 3 heads of 4
+  const int64_t f32 = f.payload_bytes();
+  f.kv_dtype = tensor::KvCacheDtype::kBF16;
+  EXPECT_EQ(f.payload_bytes(), f32 / 2);
+  f.kv_dtype = tensor::KvCacheDtype::kF16;
+  EXPECT_EQ(f.payload_bytes(), f32 / 2);
+  f.kv_dtype = tensor::KvCacheDtype::kFp8E4M3;
+  EXPECT_EQ(f.payload_bytes(), f32 / 4 + 2 * 2 * 10 * 3 * 4);
+  EXPECT_EQ(f.namespace_string(),
+            "strata-kv-v1;model=qwen2.5-0.5b@abc123;dtype=fp8_e4m3;layers=2;kv_heads=3;"
+            "head_dim=4;tokens=10");
+}
+
+// The header names the dtype (offset 64; 0 = f32, so f32 headers are
+// unchanged from before compact dtypes existed) and decode says which one
+// a file holds.
+TEST(ChunkFormat, HeaderCarriesTheKvDtype) {
+  ChunkFormat bf16 = test_format();
+  bf16.kv_dtype = tensor::KvCacheDtype::kBF16;
+  const std::vector<uint8_t> payload = test_payload(bf16);
+  std::array<uint8_t, kHeaderBytes> h = encode(bf16, kKey, payload);
+  EXPECT_EQ(h[64], 1);
+  ASSERT_TRUE(decode_chunk_header(bf16, kKey, h).ok());
+  EXPECT_EQ(encode(test_format(), kKey, test_payload(test_format()))[64], 0);
+  ChunkFormat fp8 = bf16;
+  fp8.kv_dtype = tensor::KvCacheDtype::kFp8E4M3;
+  StatusOr<ChunkHeader> wrong = decode_chunk_header(fp8, kKey, h);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message(),
+            "chunk header: kv_dtype mismatch: file has bf16, expected fp8_e4m3");
+}
+
 TEST(ChunkFormat, NamespaceIdDependsOnEveryByteChangingField) {
   const ChunkFormat base = test_format();
   const std::string id = base.namespace_id_hex();
@@ -72,7 +107,7 @@ TEST(ChunkFormat, NamespaceIdDependsOnEveryByteChangingField) {
 
   std::vector<ChunkFormat> variants(6, base);
   variants[0].model_fingerprint = "other-model";
-  variants[1].kv_dtype = "bf16";
+  variants[1].kv_dtype = tensor::KvCacheDtype::kBF16;
   variants[2].num_layers = 3;
   variants[3].num_kv_heads = 1;
   variants[4].head_dim = 8;

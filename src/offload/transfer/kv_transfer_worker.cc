@@ -22,22 +22,23 @@ KvTransferWorker::~KvTransferWorker() {
 int64_t KvTransferWorker::copy_chunk(attention::KvArena& arena, const HostRegion& region,
                                      const ChunkFormat& format, TransferDirection direction,
                                      const ChunkCopy& copy) {
-  const int64_t block_size = format.block_size;
-  const int64_t row_floats = arena.row_floats();
-  const int64_t block_floats = block_size * row_floats;
-  const int64_t block_bytes = block_floats * static_cast<int64_t>(sizeof(float));
-  const int64_t section_bytes = format.tokens_per_chunk() * row_floats * 4;  // K or V of one layer
+  STRATA_CHECK(arena.row_bytes() == format.row_layout().row_bytes() &&
+               arena.block_size() == format.block_size)
+      << "the chunk format does not match the KV pool";
+  const int64_t block_bytes = arena.block_bytes();
+  // K or V of one layer: the pool's rows byte for byte (no conversion).
+  const int64_t section_bytes = format.tokens_per_chunk() * arena.row_bytes();
   STRATA_CHECK(copy.first_block_in_chunk + static_cast<int64_t>(copy.pool_block_ids.size()) ==
                format.blocks_per_chunk);
   uint8_t* slot = region.slot(copy.slot);
   int64_t bytes = 0;
   for (int64_t layer = 0; layer < arena.num_layers(); ++layer) {
-    float* pools[2] = {arena.k(layer), arena.v(layer)};
+    uint8_t* pools[2] = {arena.k(layer), arena.v(layer)};
     for (int kv = 0; kv < 2; ++kv) {
       uint8_t* section = slot + (layer * 2 + kv) * section_bytes;
       for (size_t j = 0; j < copy.pool_block_ids.size(); ++j) {
         uint8_t* host = section + (copy.first_block_in_chunk + static_cast<int64_t>(j)) * block_bytes;
-        float* pool = pools[kv] + int64_t{copy.pool_block_ids[j]} * block_floats;
+        uint8_t* pool = pools[kv] + int64_t{copy.pool_block_ids[j]} * block_bytes;
         if (direction == TransferDirection::kPoolToHost) {
           std::memcpy(host, pool, block_bytes);
         } else {

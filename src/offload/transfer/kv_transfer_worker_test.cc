@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
+
+#include "tensor/kv_cache_dtype.h"
 
 namespace strata::offload {
 namespace {
@@ -15,22 +18,33 @@ float value(int64_t layer, int kv, int64_t block, int64_t pos, int64_t f) {
   return static_cast<float>(layer * 100000 + kv * 50000 + block * 1000 + pos * 100 + f);
 }
 
+constexpr int64_t kRow = kHeads * kHeadDim;
+const tensor::KvRowLayout kF32Rows{tensor::KvCacheDtype::kF32, kHeads, kHeadDim};
+
+float* k_floats(attention::KvArena& a, int64_t l) { return reinterpret_cast<float*>(a.k(l)); }
+float* v_floats(attention::KvArena& a, int64_t l) { return reinterpret_cast<float*>(a.v(l)); }
+
+// Every row of every block, encoded in the arena's dtype.
 void fill(attention::KvArena& arena) {
-  const int64_t row = arena.row_floats();
+  const int64_t row_bytes = arena.row_bytes();
+  std::vector<float> x(kRow);
   for (int64_t l = 0; l < kLayers; ++l) {
     for (int kv = 0; kv < 2; ++kv) {
-      float* base = kv == 0 ? arena.k(l) : arena.v(l);
+      uint8_t* base = kv == 0 ? arena.k(l) : arena.v(l);
       for (int64_t b = 0; b < kBlocks; ++b) {
         for (int64_t p = 0; p < kBlockSize; ++p) {
-          for (int64_t f = 0; f < row; ++f) base[(b * kBlockSize + p) * row + f] = value(l, kv, b, p, f);
+          for (int64_t f = 0; f < kRow; ++f) x[f] = value(l, kv, b, p, f);
+          tensor::encode_kv_row(x.data(), arena.layout(), 0.0f,
+                                base + (b * kBlockSize + p) * row_bytes);
         }
       }
     }
   }
 }
 
-ChunkFormat format() {
+ChunkFormat format(tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32) {
   ChunkFormat f;
+  f.kv_dtype = dtype;
   f.model_fingerprint = "test";
   f.num_layers = kLayers;
   f.num_kv_heads = kHeads;
@@ -41,7 +55,7 @@ ChunkFormat format() {
 }
 
 TEST(KvTransferWorker, SlotHoldsTheCanonicalLayout) {
-  attention::KvArena arena(kLayers, kBlocks, kBlockSize, kHeads, kHeadDim);
+  attention::KvArena arena(kLayers, kBlocks, kBlockSize, kF32Rows);
   fill(arena);
   const ChunkFormat fmt = format();
   std::vector<uint8_t> bytes(fmt.payload_bytes() * 2);
@@ -51,7 +65,7 @@ TEST(KvTransferWorker, SlotHoldsTheCanonicalLayout) {
   EXPECT_EQ(KvTransferWorker::copy_chunk(arena, region, fmt, TransferDirection::kPoolToHost, copy),
             fmt.payload_bytes());
   const float* slot = reinterpret_cast<const float*>(region.slot(1));
-  const int64_t row = kHeads * kHeadDim, tokens = 8;
+  const int64_t row = kRow, tokens = 8;
   for (int64_t l = 0; l < kLayers; ++l) {
     for (int kv = 0; kv < 2; ++kv) {
       for (int64_t t = 0; t < tokens; ++t) {
@@ -66,7 +80,7 @@ TEST(KvTransferWorker, SlotHoldsTheCanonicalLayout) {
 }
 
 TEST(KvTransferWorker, JobsRoundTripAndPartialChunkLoads) {
-  attention::KvArena arena(kLayers, kBlocks, kBlockSize, kHeads, kHeadDim);
+  attention::KvArena arena(kLayers, kBlocks, kBlockSize, kF32Rows);
   fill(arena);
   const ChunkFormat fmt = format();
   std::vector<uint8_t> bytes(fmt.payload_bytes());
@@ -81,16 +95,48 @@ TEST(KvTransferWorker, JobsRoundTripAndPartialChunkLoads) {
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[1].job_id, 2);
   EXPECT_EQ(done[1].bytes, fmt.payload_bytes() / 2);
-  const int64_t row = arena.row_floats();
+  const int64_t row = kRow;
   for (int64_t l = 0; l < kLayers; ++l) {
     for (int64_t p = 0; p < kBlockSize; ++p) {
       for (int64_t f = 0; f < row; ++f) {
-        ASSERT_EQ(arena.k(l)[(9 * kBlockSize + p) * row + f], value(l, 0, 4, p, f));
-        ASSERT_EQ(arena.v(l)[(9 * kBlockSize + p) * row + f], value(l, 1, 4, p, f));
+        ASSERT_EQ(k_floats(arena, l)[(9 * kBlockSize + p) * row + f], value(l, 0, 4, p, f));
+        ASSERT_EQ(v_floats(arena, l)[(9 * kBlockSize + p) * row + f], value(l, 1, 4, p, f));
       }
     }
   }
   EXPECT_EQ(worker.num_in_flight(), 0);
+}
+
+// bf16 and fp8 pools: the slot holds the pool's compact rows byte for byte
+// (payload 1/2 and 1/4 + scales of f32) and they come back unchanged.
+TEST(KvTransferWorker, CompactRowsMoveUnchanged) {
+  for (tensor::KvCacheDtype dtype : {tensor::KvCacheDtype::kBF16, tensor::KvCacheDtype::kFp8E4M3}) {
+    SCOPED_TRACE(tensor::kv_cache_dtype_name(dtype));
+    const tensor::KvRowLayout layout{dtype, kHeads, kHeadDim};
+    attention::KvArena arena(kLayers, kBlocks, kBlockSize, layout);
+    fill(arena);
+    const ChunkFormat fmt = format(dtype);
+    const int64_t f32_bytes = format().payload_bytes();
+    EXPECT_EQ(fmt.payload_bytes(), dtype == tensor::KvCacheDtype::kBF16
+                                       ? f32_bytes / 2
+                                       : f32_bytes / 4 + kLayers * 2 * 8 * kHeads * 4);
+    std::vector<uint8_t> bytes(fmt.payload_bytes());
+    HostRegion region{bytes.data(), 1, fmt.payload_bytes()};
+    KvTransferWorker::copy_chunk(arena, region, fmt, TransferDirection::kPoolToHost,
+                                 ChunkCopy{0, 0, {6, 1}});
+    const int64_t block_bytes = arena.block_bytes();
+    for (int64_t l = 0; l < kLayers; ++l) {
+      const uint8_t* k_section = region.slot(0) + l * 2 * 2 * block_bytes;
+      ASSERT_EQ(std::memcmp(k_section, arena.k(l) + 6 * block_bytes, block_bytes), 0);
+      ASSERT_EQ(std::memcmp(k_section + block_bytes, arena.k(l) + 1 * block_bytes, block_bytes), 0);
+    }
+    KvTransferWorker::copy_chunk(arena, region, fmt, TransferDirection::kHostToPool,
+                                 ChunkCopy{0, 0, {8, 9}});
+    for (int64_t l = 0; l < kLayers; ++l) {
+      ASSERT_EQ(std::memcmp(arena.v(l) + 8 * block_bytes, arena.v(l) + 6 * block_bytes, block_bytes), 0);
+      ASSERT_EQ(std::memcmp(arena.v(l) + 9 * block_bytes, arena.v(l) + 1 * block_bytes, block_bytes), 0);
+    }
+  }
 }
 
 }  // namespace

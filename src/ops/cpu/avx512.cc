@@ -708,6 +708,26 @@ struct V512 {
   static STRATA_INLINE V512 set1(float x) { return {_mm512_set1_ps(x)}; }
   static STRATA_INLINE V512 load(const float* p) { return {_mm512_loadu_ps(p)}; }
   static STRATA_INLINE void store(float* p, V512 a) { _mm512_storeu_ps(p, a.v); }
+  static STRATA_INLINE V512 load_bf16(const uint8_t* p) {
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return {_mm512_castsi512_ps(_mm512_slli_epi32(h, 16))};
+  }
+  static STRATA_INLINE V512 load_f16(const uint8_t* p) {
+    return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+  }
+  // e5m2 is the top byte of a half.
+  static STRATA_INLINE V512 load_fp8_e5m2(const uint8_t* p) {
+    const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return {_mm512_cvtph_ps(_mm256_slli_epi16(x, 8))};
+  }
+  // e4m3: sign to bit 15, exponent and mantissa to bits 7..13 of a half
+  // (2^-8 of the value, subnormals included: the conversion is exact), x 256.
+  static STRATA_INLINE V512 load_fp8_e4m3(const uint8_t* p) {
+    const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x80)), 8);
+    const __m256i mag = _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x7f)), 7);
+    return {_mm512_mul_ps(_mm512_cvtph_ps(_mm256_or_si256(sign, mag)), _mm512_set1_ps(256.0f))};
+  }
   static STRATA_INLINE V512 add(V512 a, V512 b) { return {_mm512_add_ps(a.v, b.v)}; }
   static STRATA_INLINE V512 sub(V512 a, V512 b) { return {_mm512_sub_ps(a.v, b.v)}; }
   static STRATA_INLINE V512 mul(V512 a, V512 b) { return {_mm512_mul_ps(a.v, b.v)}; }

@@ -3,10 +3,12 @@
 // bf16-rounded x in kBF16 mode) with a different summation order.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/cpu/kernels.h"
 #include "ops/reference.h"
+#include "tensor/kv_cache_dtype.h"
 
 namespace strata::ops::cpu {
 namespace {
@@ -143,6 +145,31 @@ struct VLanes {
   static void store(float* p, const VLanes& a) {
     for (int i = 0; i < 16; ++i) p[i] = a.v[i];
   }
+  static VLanes load_bf16(const uint8_t* p) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      r.v[i] = tensor::bf16_to_f32(h);
+    }
+    return r;
+  }
+  static VLanes load_f16(const uint8_t* p) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      r.v[i] = tensor::f16_to_f32(h);
+    }
+    return r;
+  }
+  static VLanes load_fp8(const uint8_t* p, tensor::KvCacheDtype t) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) r.v[i] = tensor::fp8_to_f32(p[i], t);
+    return r;
+  }
+  static VLanes load_fp8_e4m3(const uint8_t* p) { return load_fp8(p, tensor::KvCacheDtype::kFp8E4M3); }
+  static VLanes load_fp8_e5m2(const uint8_t* p) { return load_fp8(p, tensor::KvCacheDtype::kFp8E5M2); }
   template <class F>
   static VLanes map(const VLanes& a, const VLanes& b, F f) {
     VLanes r;

@@ -4,7 +4,9 @@
 // namespace, after V is defined; it includes nothing itself, so no library
 // template code is compiled with AVX-512 flags.
 //
-// V provides: zero(), set1(f), load(p), store(p, v), add, sub, mul, max,
+// V provides: zero(), set1(f), load(p), store(p, v), the widening loads
+// load_bf16 / load_f16 / load_fp8_e4m3 / load_fp8_e5m2 (16 elements at a
+// byte pointer, exactly tensor::fp8_to_f32's values), add, sub, mul, max,
 // fmadd(a, b, c) = a * b + c, exp_nonpositive(v) (e^x for x <= 0, exactly 0
 // below -87, exactly 1 at 0), visible(s, first, last, key): s in the lanes
 // with first <= key <= last, -inf elsewhere; for the decode kernel also
@@ -29,26 +31,95 @@
 constexpr int kLanes = static_cast<int>(kPagedAttentionLanes);
 constexpr float kNoScoreYet = -3.4028234663852886e38f;  // finite: e^(m - m) stays 1
 
-// rows[j] = the K (or V) row of key tile + j for keys in [j0, j1), else
-// `outside`. One division per tile: the keys walk the block table in order.
-STRATA_INLINE void tile_row_pointers(const float* cache, const PagedAttentionBatch& b, int32_t seq,
-                                     int64_t kv_head, int64_t tile, int64_t j0, int64_t j1,
-                                     const float* outside, const float** rows) {
+using tensor::KvCacheDtype;
+
+// One K (or V) element as f32: decode(element) * scale, the same operations
+// (and bits) as tensor::decode_kv_head and as load_kv16 below.
+template <KvCacheDtype T>
+STRATA_INLINE float load_kv1(const uint8_t* values, int64_t d, float scale) {
+  if constexpr (T == KvCacheDtype::kF32) {
+    float f;
+    __builtin_memcpy(&f, values + 4 * d, 4);
+    return f;
+  } else if constexpr (T == KvCacheDtype::kBF16 || T == KvCacheDtype::kF16) {
+    uint16_t h;
+    __builtin_memcpy(&h, values + 2 * d, 2);
+    if constexpr (T == KvCacheDtype::kBF16) {
+      const uint32_t bits = static_cast<uint32_t>(h) << 16;
+      float f;
+      __builtin_memcpy(&f, &bits, 4);
+      return f;
+    } else {
+      return tensor::f16_to_f32(h);
+    }
+  } else if constexpr (T == KvCacheDtype::kFp8E4M3) {
+    // As tensor::fp8_to_f32: the bits placed in a half (2^-8 of the value), times 256.
+    const uint32_t b = values[d];
+    const uint16_t half = static_cast<uint16_t>((b & 0x80u) << 8 | (b & 0x7fu) << 7);
+    return tensor::f16_to_f32(half) * 256.0f * scale;
+  } else {
+    return tensor::f16_to_f32(static_cast<uint16_t>(values[d] << 8)) * scale;
+  }
+}
+
+// Elements [d, d + 16) of a row as f32 (V provides load_bf16, load_f16,
+// load_fp8_e4m3 and load_fp8_e5m2 with load_kv1's values).
+template <class V, KvCacheDtype T>
+STRATA_INLINE V load_kv16(const uint8_t* values, int64_t d, float scale) {
+  if constexpr (T == KvCacheDtype::kF32) {
+    return V::load(reinterpret_cast<const float*>(values) + d);
+  } else if constexpr (T == KvCacheDtype::kBF16) {
+    return V::load_bf16(values + 2 * d);
+  } else if constexpr (T == KvCacheDtype::kF16) {
+    return V::load_f16(values + 2 * d);
+  } else if constexpr (T == KvCacheDtype::kFp8E4M3) {
+    return V::mul(V::load_fp8_e4m3(values + d), V::set1(scale));
+  } else {
+    return V::mul(V::load_fp8_e5m2(values + d), V::set1(scale));
+  }
+}
+
+// The K (or V) rows of the 16 keys of a tile: values[j] points at key tile +
+// j's values for kv_head (`outside`, a zero row, for keys outside [j0, j1)),
+// scale[j] its fp8 scale (0 outside; unused for the plain types).
+struct KvTileRows {
+  const uint8_t* values[kLanes];
+  float scale[kLanes];
+};
+
+// One division per tile: the keys walk the block table in order. Row layout:
+// tensor::KvRowLayout (values of head h at h * head_dim * e, then the fp8 scales).
+template <KvCacheDtype T>
+STRATA_INLINE void tile_rows(const uint8_t* cache, const PagedAttentionBatch& b, int32_t seq,
+                             int64_t kv_head, int64_t tile, int64_t j0, int64_t j1,
+                             const uint8_t* outside, KvTileRows* out) {
+  constexpr int64_t kElem = tensor::kv_element_bytes(T);
+  constexpr bool kScales = tensor::kv_cache_dtype_has_scales(T);
+  const int64_t values_bytes = b.num_kv_heads * b.head_dim * kElem;
+  const int64_t row_bytes = values_bytes + (kScales ? b.num_kv_heads * 4 : 0);
+  const int64_t head_offset = kv_head * b.head_dim * kElem;
+  const int64_t scale_offset = values_bytes + kv_head * 4;
   const int32_t* table = b.block_tables + int64_t{seq} * b.max_blocks_per_seq;
-  const int64_t row_floats = b.num_kv_heads * b.head_dim;
   auto block_base = [&](int64_t block_idx) {
-    return cache + (int64_t{table[block_idx]} * b.block_size * b.num_kv_heads + kv_head) * b.head_dim;
+    return cache + int64_t{table[block_idx]} * b.block_size * row_bytes;
   };
   const int64_t start = tile > j0 ? tile : j0;
   int64_t block_idx = start / b.block_size, offset = start % b.block_size;
-  const float* block = block_base(block_idx);
+  const uint8_t* block = block_base(block_idx);
   for (int j = 0; j < kLanes; ++j) {
     const int64_t key = tile + j;
     if (key < start || key >= j1) {
-      rows[j] = outside;
+      out->values[j] = outside;
+      out->scale[j] = 0.0f;
       continue;
     }
-    rows[j] = block + offset * row_floats;
+    const uint8_t* row = block + offset * row_bytes;
+    out->values[j] = row + head_offset;
+    if constexpr (kScales) {
+      __builtin_memcpy(&out->scale[j], row + scale_offset, 4);
+    } else {
+      out->scale[j] = 1.0f;
+    }
     if (++offset == b.block_size && key + 1 < j1) {
       offset = 0;
       block = block_base(++block_idx);
@@ -56,23 +127,38 @@ STRATA_INLINE void tile_row_pointers(const float* cache, const PagedAttentionBat
   }
 }
 
-// Copies the K (or V) rows of the 16 keys of the tile starting at `tile` into
-// buf [16][dim], contiguous, so the products below address every key from one
-// pointer. Keys outside [j0, j1) get zero rows (their scores are masked and
-// their weights 0), so every tile runs the same fully unrolled 16-key code.
-STRATA_INLINE void copy_tile(const float* cache, const PagedAttentionBatch& b, int32_t seq,
-                             int64_t kv_head, int64_t tile, int64_t j0, int64_t j1, int64_t dim,
-                             float* buf) {
-  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
-  const float* rows[kLanes];
-  tile_row_pointers(cache, b, seq, kv_head, tile, j0, j1, nullptr, rows);
+// Writes rows [16][dim] of f32 into buf: the tile's rows converted, zeros
+// for rows at `outside` (== nullptr here), so the products below address
+// every key from one pointer and every tile runs the same 16-key code.
+template <class V, KvCacheDtype T>
+STRATA_INLINE void convert_tile(const KvTileRows& r, const uint8_t* outside, int64_t dim,
+                                float* buf) {
   for (int64_t j = 0; j < kLanes; ++j) {
-    if (rows[j] != nullptr) {
-      __builtin_memcpy(buf + j * dim, rows[j], row_bytes);
+    float* dst = buf + j * dim;
+    if (r.values[j] == outside) {
+      __builtin_memset(dst, 0, static_cast<size_t>(dim) * sizeof(float));
+      continue;
+    }
+    if constexpr (T == KvCacheDtype::kF32) {
+      __builtin_memcpy(dst, r.values[j], static_cast<size_t>(dim) * sizeof(float));
     } else {
-      __builtin_memset(buf + j * dim, 0, row_bytes);
+      int64_t d = 0;
+      for (; d + kLanes <= dim; d += kLanes) V::store(dst + d, load_kv16<V, T>(r.values[j], d, r.scale[j]));
+      for (; d < dim; ++d) dst[d] = load_kv1<T>(r.values[j], d, r.scale[j]);
     }
   }
+}
+
+// Copies the K (or V) rows of the 16 keys of the tile starting at `tile` into
+// buf [16][dim] as f32 (zero rows for keys outside [j0, j1): their scores
+// are masked and their weights 0).
+template <class V, KvCacheDtype T>
+STRATA_INLINE void copy_tile(const uint8_t* cache, const PagedAttentionBatch& b, int32_t seq,
+                             int64_t kv_head, int64_t tile, int64_t j0, int64_t j1, int64_t dim,
+                             float* buf) {
+  KvTileRows rows;
+  tile_rows<T>(cache, b, seq, kv_head, tile, j0, j1, nullptr, &rows);
+  convert_tile<V, T>(rows, nullptr, dim, buf);
 }
 
 // scores[j][lane] = Σ_d qt[d][lane] · k[j][d] for the tile's 16 keys.
@@ -120,7 +206,7 @@ STRATA_INLINE void tile_values(const float* v, const float* p, V correction, int
   }
 }
 
-template <class V, int kDim>
+template <class V, KvCacheDtype T, int kDim>
 void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                float* scratch) {
   const int64_t group = b.num_heads / b.num_kv_heads;
@@ -169,7 +255,7 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
   for (int64_t tile = min_first / kLanes * kLanes; tile <= max_last; tile += kLanes) {
     const int64_t j0 = tile > min_first ? tile : min_first;
     const int64_t j1 = tile + kLanes < max_last + 1 ? tile + kLanes : max_last + 1;
-    copy_tile(b.k_cache, b, s, item.kv_head, tile, j0, j1, dim, kv);
+    copy_tile<V, T>(b.k_cache, b, s, item.kv_head, tile, j0, j1, dim, kv);
     tile_scores<V, kDim>(kv, qt, dim, scores);
     V tile_max = V::set1(-__builtin_inff());
 #pragma GCC unroll 16
@@ -188,7 +274,7 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
     }
     l = V::fmadd(l, correction, tile_sum);
     m = m_new;
-    copy_tile(b.v_cache, b, s, item.kv_head, tile, j0, j1, dim, kv);
+    copy_tile<V, T>(b.v_cache, b, s, item.kv_head, tile, j0, j1, dim, kv);
     tile_values<V, kDim>(kv, p, correction, dim, ot);
   }
 
@@ -210,7 +296,7 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
 // order, the same exp, tile sums left to right, o·c then fma over keys in
 // order), so a token decoded here gives the same bits as the same token in a
 // prefill chunk: reloaded or recomputed KV equals decoded KV.
-template <class V, int kDim, int kRows>
+template <class V, KvCacheDtype T, int kDim, int kRows>
 void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                  float* scratch) {
   const int64_t group = b.num_heads / b.num_kv_heads;
@@ -228,6 +314,7 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
   float* kt = o_rows + kRows * dim;    // [dim][16]: the tile's K, transposed
   float* zero_row = kt + dim * kLanes; // [dim] zeros: keys outside the range
   float* p = zero_row + dim;           // [kRows][16] weights of the tile
+  float* vt = p + kRows * kLanes;      // [16][dim]: the tile's V as f32 (compact types)
   const float* q_rows = b.q + (token * b.num_heads + item.kv_head * group + item.row_begin) * dim;
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t d = 0; d < dim; ++d) {
@@ -241,18 +328,30 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
     m[r] = V::set1(kNoScoreYet);  // every lane the row's running max
     l[r] = V::zero();
   }
-  const float* k[kLanes];
-  const float* v[kLanes];
+  const uint8_t* zero_bytes = reinterpret_cast<const uint8_t*>(zero_row);
+  KvTileRows k, v;
+  const float* v_rows[kLanes];  // the tile's V rows as f32
   for (int64_t tile = first / kLanes * kLanes; tile <= pos; tile += kLanes) {
-    tile_row_pointers(b.k_cache, b, s, item.kv_head, tile, first, pos + 1, zero_row, k);
-    tile_row_pointers(b.v_cache, b, s, item.kv_head, tile, first, pos + 1, zero_row, v);
+    tile_rows<T>(b.k_cache, b, s, item.kv_head, tile, first, pos + 1, zero_bytes, &k);
+    tile_rows<T>(b.v_cache, b, s, item.kv_head, tile, first, pos + 1, zero_bytes, &v);
     for (int64_t c = 0; c < chunks; ++c) {
       V rows[kLanes];
 #pragma GCC unroll 16
-      for (int j = 0; j < kLanes; ++j) rows[j] = V::load(k[j] + c * kLanes);
+      for (int j = 0; j < kLanes; ++j) rows[j] = load_kv16<V, T>(k.values[j], c * kLanes, k.scale[j]);
       V::transpose16(rows);
 #pragma GCC unroll 16
       for (int i = 0; i < kLanes; ++i) V::store(kt + (c * kLanes + i) * kLanes, rows[i]);
+    }
+    if constexpr (T == KvCacheDtype::kF32) {
+      for (int j = 0; j < kLanes; ++j) v_rows[j] = reinterpret_cast<const float*>(v.values[j]);
+    } else {  // converted once, read by every row of the item
+      for (int j = 0; j < kLanes; ++j) {
+        float* dst = vt + j * dim;
+        for (int64_t c = 0; c < chunks; ++c) {
+          V::store(dst + c * kLanes, load_kv16<V, T>(v.values[j], c * kLanes, v.scale[j]));
+        }
+        v_rows[j] = dst;
+      }
     }
     V scores[kRows];
 #pragma GCC unroll 16
@@ -279,7 +378,7 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
         V oc = V::mul(V::load(o + c * kLanes), correction);
 #pragma GCC unroll 16
         for (int j = 0; j < kLanes; ++j) {
-          oc = V::fmadd(V::set1(pr[j]), V::load(v[j] + c * kLanes), oc);
+          oc = V::fmadd(V::set1(pr[j]), V::load(v_rows[j] + c * kLanes), oc);
         }
         V::store(o + c * kLanes, oc);
       }
@@ -295,14 +394,35 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
 }
 
 // The decode kernel with room for the item's rows (2, 4, 8 or 16).
-template <class V, int kDim>
+template <class V, KvCacheDtype T, int kDim>
 void paged_attention_decode_impl(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                  float* scratch) {
   const int64_t rows = item.row_end - item.row_begin;
-  if (rows <= 2) return paged_attention_decode_rows<V, kDim, 2>(b, item, scratch);
-  if (rows <= 4) return paged_attention_decode_rows<V, kDim, 4>(b, item, scratch);
-  if (rows <= 8) return paged_attention_decode_rows<V, kDim, 8>(b, item, scratch);
-  return paged_attention_decode_rows<V, kDim, 16>(b, item, scratch);
+  if (rows <= 2) return paged_attention_decode_rows<V, T, kDim, 2>(b, item, scratch);
+  if (rows <= 4) return paged_attention_decode_rows<V, T, kDim, 4>(b, item, scratch);
+  if (rows <= 8) return paged_attention_decode_rows<V, T, kDim, 8>(b, item, scratch);
+  return paged_attention_decode_rows<V, T, kDim, 16>(b, item, scratch);
+}
+
+// Calls f(KvType<T>{}) for the batch's KV element type.
+template <KvCacheDtype T>
+struct KvType {
+  static constexpr KvCacheDtype kValue = T;
+};
+template <class F>
+STRATA_INLINE void with_kv_dtype(KvCacheDtype dtype, F&& f) {
+  switch (dtype) {
+    case KvCacheDtype::kF32:
+      return f(KvType<KvCacheDtype::kF32>{});
+    case KvCacheDtype::kBF16:
+      return f(KvType<KvCacheDtype::kBF16>{});
+    case KvCacheDtype::kF16:
+      return f(KvType<KvCacheDtype::kF16>{});
+    case KvCacheDtype::kFp8E4M3:
+      return f(KvType<KvCacheDtype::kFp8E4M3>{});
+    case KvCacheDtype::kFp8E5M2:
+      return f(KvType<KvCacheDtype::kFp8E5M2>{});
+  }
 }
 
 template <int N>
@@ -330,12 +450,15 @@ void paged_attention_item_for(const PagedAttentionBatch& b, const PagedAttention
                               float* scratch) {
   const bool decode = b.query_start_loc[item.seq + 1] - b.query_start_loc[item.seq] == 1 &&
                       b.head_dim % kLanes == 0;
-  with_head_dim(b.head_dim, [&](auto dim) {
-    constexpr int kDim = decltype(dim)::kValue;
-    if (decode) {
-      paged_attention_decode_impl<V, kDim>(b, item, scratch);
-    } else {
-      paged_attention_item_impl<V, kDim>(b, item, scratch);
-    }
+  with_kv_dtype(b.kv_dtype, [&](auto kv_type) {
+    constexpr KvCacheDtype T = decltype(kv_type)::kValue;
+    with_head_dim(b.head_dim, [&](auto dim) {
+      constexpr int kDim = decltype(dim)::kValue;
+      if (decode) {
+        paged_attention_decode_impl<V, T, kDim>(b, item, scratch);
+      } else {
+        paged_attention_item_impl<V, T, kDim>(b, item, scratch);
+      }
+    });
   });
 }

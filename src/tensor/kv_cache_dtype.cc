@@ -1,0 +1,174 @@
+#include "tensor/kv_cache_dtype.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace strata::tensor {
+namespace {
+
+// An 8-bit float with 1 sign bit, kMantBits mantissa bits and exponent bias kBias.
+struct Fp8Params {
+  int mant_bits;
+  int bias;
+  uint32_t max_code;  // largest finite magnitude code
+};
+
+Fp8Params fp8_params(KvCacheDtype dtype) {
+  if (dtype == KvCacheDtype::kFp8E4M3) return {3, 7, 0x7e};
+  STRATA_CHECK(dtype == KvCacheDtype::kFp8E5M2) << "not an fp8 type";
+  return {2, 15, 0x7b};
+}
+
+// |x| -> magnitude code, round to nearest even, saturating.
+uint32_t encode_magnitude(float a, const Fp8Params& p) {
+  const float min_normal = std::ldexp(1.0f, 1 - p.bias);
+  if (!(a >= min_normal)) {
+    // Subnormal range: multiples of 2^(1 - bias - mant_bits); 2^mant_bits
+    // (reached by rounding up) is the smallest normal's code.
+    return static_cast<uint32_t>(std::nearbyint(std::ldexp(a, p.bias - 1 + p.mant_bits)));
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &a, 4);
+  const int drop = 23 - p.mant_bits;
+  const uint32_t rounded = bits + (1u << (drop - 1)) - 1 + ((bits >> drop) & 1u);
+  const uint32_t exponent = (rounded >> 23) - 127 + static_cast<uint32_t>(p.bias);
+  const uint32_t code = exponent << p.mant_bits | ((rounded >> drop) & ((1u << p.mant_bits) - 1));
+  return code > p.max_code ? p.max_code : code;
+}
+
+}  // namespace
+
+const char* kv_cache_dtype_name(KvCacheDtype dtype) {
+  switch (dtype) {
+    case KvCacheDtype::kF32:
+      return "f32";
+    case KvCacheDtype::kBF16:
+      return "bf16";
+    case KvCacheDtype::kF16:
+      return "f16";
+    case KvCacheDtype::kFp8E4M3:
+      return "fp8_e4m3";
+    case KvCacheDtype::kFp8E5M2:
+      return "fp8_e5m2";
+  }
+  return "?";
+}
+
+bool kv_cache_dtype_from_name(std::string_view name, KvCacheDtype* out) {
+  for (KvCacheDtype d : {KvCacheDtype::kF32, KvCacheDtype::kBF16, KvCacheDtype::kF16,
+                         KvCacheDtype::kFp8E4M3, KvCacheDtype::kFp8E5M2}) {
+    if (name == kv_cache_dtype_name(d)) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+StatusOr<KvCacheDtype> parse_kv_cache_dtype(std::string_view value, DType model_dtype) {
+  if (value == "auto") {
+    switch (model_dtype) {
+      case DType::kF32:
+        return KvCacheDtype::kF32;
+      case DType::kBF16:
+        return KvCacheDtype::kBF16;
+      default:
+        return KvCacheDtype::kF16;
+    }
+  }
+  if (value == "bfloat16" || value == "bf16") return KvCacheDtype::kBF16;
+  if (value == "float16" || value == "half" || value == "f16") return KvCacheDtype::kF16;
+  if (value == "float32" || value == "float" || value == "f32") return KvCacheDtype::kF32;
+  if (value == "fp8" || value == "fp8_e4m3") return KvCacheDtype::kFp8E4M3;
+  if (value == "fp8_e5m2") return KvCacheDtype::kFp8E5M2;
+  return invalid_argument("--kv-cache-dtype: unknown value '" + std::string(value) +
+                          "'; expected one of auto, bfloat16, float16, float32, fp8, fp8_e4m3, "
+                          "fp8_e5m2");
+}
+
+float fp8_max_finite(KvCacheDtype dtype) {
+  return dtype == KvCacheDtype::kFp8E4M3 ? 448.0f : 57344.0f;
+}
+
+uint8_t f32_to_fp8(float x, KvCacheDtype dtype) {
+  if (std::isnan(x)) return 0;
+  const Fp8Params p = fp8_params(dtype);
+  const uint32_t sign = std::signbit(x) ? 0x80u : 0u;
+  return static_cast<uint8_t>(sign | encode_magnitude(std::fabs(x), p));
+}
+
+float fp8_to_f32(uint8_t bits, KvCacheDtype dtype) {
+  if (dtype == KvCacheDtype::kFp8E5M2) return f16_to_f32(static_cast<uint16_t>(bits) << 8);
+  // e4m3 as the kernels read it: the bits placed in a half (exponent bias 15,
+  // so the value is 2^-8 of the fp8 value, subnormals included), times 256.
+  // S.1111.111 (NaN in e4m3fn, never written) reads as 480.
+  const uint16_t half = static_cast<uint16_t>((bits & 0x80u) << 8 | (bits & 0x7fu) << 7);
+  return f16_to_f32(half) * 256.0f;
+}
+
+void encode_kv_row(const float* x, const KvRowLayout& layout, float fixed_scale, uint8_t* out) {
+  const int64_t n = layout.num_kv_heads * layout.head_dim;
+  switch (layout.dtype) {
+    case KvCacheDtype::kF32:
+      std::memcpy(out, x, static_cast<size_t>(n) * 4);
+      return;
+    case KvCacheDtype::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = f32_to_bf16(x[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      return;
+    case KvCacheDtype::kF16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = f32_to_f16(x[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      return;
+    case KvCacheDtype::kFp8E4M3:
+    case KvCacheDtype::kFp8E5M2:
+      break;
+  }
+  const float max_finite = fp8_max_finite(layout.dtype);
+  for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
+    const float* xh = x + h * layout.head_dim;
+    float scale = fixed_scale;
+    if (!(scale > 0.0f)) {
+      float amax = 0.0f;
+      for (int64_t d = 0; d < layout.head_dim; ++d) amax = std::fmax(amax, std::fabs(xh[d]));
+      scale = amax > 0.0f && std::isfinite(amax) ? amax / max_finite : 1.0f;
+    }
+    const float inv = 1.0f / scale;
+    uint8_t* values = out + layout.head_offset(h);
+    for (int64_t d = 0; d < layout.head_dim; ++d) values[d] = f32_to_fp8(xh[d] * inv, layout.dtype);
+    std::memcpy(out + layout.scale_offset(h), &scale, 4);
+  }
+}
+
+void decode_kv_head(const uint8_t* row, const KvRowLayout& layout, int64_t head, float* out) {
+  const uint8_t* values = row + layout.head_offset(head);
+  const int64_t dim = layout.head_dim;
+  switch (layout.dtype) {
+    case KvCacheDtype::kF32:
+      std::memcpy(out, values, static_cast<size_t>(dim) * 4);
+      return;
+    case KvCacheDtype::kBF16:
+    case KvCacheDtype::kF16:
+      for (int64_t d = 0; d < dim; ++d) {
+        uint16_t h;
+        std::memcpy(&h, values + 2 * d, 2);
+        out[d] = layout.dtype == KvCacheDtype::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+      return;
+    case KvCacheDtype::kFp8E4M3:
+    case KvCacheDtype::kFp8E5M2: {
+      float scale;
+      std::memcpy(&scale, row + layout.scale_offset(head), 4);
+      for (int64_t d = 0; d < dim; ++d) out[d] = fp8_to_f32(values[d], layout.dtype) * scale;
+      return;
+    }
+  }
+}
+
+}  // namespace strata::tensor
