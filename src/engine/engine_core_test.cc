@@ -26,6 +26,7 @@ class EngineInvariantTest : public testing::TestModelFixture {
     c.enable_prefix_caching = caching;
     c.scheduler.max_model_len = std::min<int64_t>(2048, num_blocks * c.block_size);
     c.scheduler.max_num_batched_tokens = 256;
+    c.kv_cache_dtype = testing::kv_dtype_under_test();
     return c;
   }
 
@@ -156,7 +157,7 @@ TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
   ASSERT_EQ(whole.size(), prompt.size() - 1);
   ASSERT_EQ(pieces.size(), prompt.size() - 1);
   // Reference: logits of every prompt position from one plain forward pass.
-  attention::KvArena kv = model_->make_kv_arena(1, 64);
+  attention::KvArena kv = model_->make_kv_arena(1, 64, testing::kv_dtype_under_test());
   const int64_t vocab = model_->vocab_size();
   std::vector<float> logits(prompt.size() * vocab);
   ThreadPool pool(1);

@@ -1,7 +1,9 @@
 // Test-only: a gtest fixture that loads the model named by
 // $STRATA_TEST_MODEL_DIR once per suite (ctest sets it to a random-weight
 // checkpoint or the bundled model; without it the tests skip), plus the
-// request helpers the engine tests share.
+// request helpers the engine tests share. $STRATA_TEST_KV_DTYPE (a
+// tensor::kv_cache_dtype_name: f32, bf16, fp8_e4m3, ...) picks the KV pool's
+// dtype, so ctest runs the same invariant suites once per dtype.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,12 +15,22 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "tensor/kv_cache_dtype.h"
 
 namespace strata::engine::testing {
 
 inline std::string test_model_dir() {
   const char* dir = std::getenv("STRATA_TEST_MODEL_DIR");
   return dir == nullptr ? "" : dir;
+}
+
+inline tensor::KvCacheDtype kv_dtype_under_test() {
+  const char* name = std::getenv("STRATA_TEST_KV_DTYPE");
+  tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32;
+  if (name != nullptr && !tensor::kv_cache_dtype_from_name(name, &dtype)) {
+    ADD_FAILURE() << "STRATA_TEST_KV_DTYPE=" << name << " is not a KV dtype name";
+  }
+  return dtype;
 }
 
 class TestModelFixture : public ::testing::Test {

@@ -65,10 +65,11 @@ class TieredKvTest : public testing::TestModelFixture {
     c.num_blocks = num_blocks;
     c.scheduler.max_model_len = std::min<int64_t>(512, num_blocks * c.block_size);
     c.scheduler.max_num_batched_tokens = 64;
+    c.kv_cache_dtype = testing::kv_dtype_under_test();
     c.offload.enabled = true;
     c.offload.blocks_per_chunk = blocks_per_chunk;
-    c.offload.cpu_bytes_to_use = host_chunks * model_->kv_bytes_per_block(c.block_size) *
-                                 blocks_per_chunk;
+    c.offload.cpu_bytes_to_use =
+        host_chunks * model_->kv_bytes_per_block(c.block_size, c.kv_cache_dtype) * blocks_per_chunk;
     c.offload.max_load_wait_s = 30;
     if (with_fs) {
       offload::SecondaryTierConfig t;
@@ -87,6 +88,7 @@ class TieredKvTest : public testing::TestModelFixture {
     c.num_blocks = num_blocks;
     c.scheduler.max_model_len = std::min<int64_t>(512, num_blocks * c.block_size);
     c.scheduler.max_num_batched_tokens = 64;
+    c.kv_cache_dtype = testing::kv_dtype_under_test();
     return c;
   }
 

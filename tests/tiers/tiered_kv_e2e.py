@@ -11,6 +11,8 @@
    counted, no error to the client, server still healthy).
 4. A server without tiers gives the same text (the recompute reference).
 5. Bad --kv-transfer-config values stop startup with a message naming the key.
+With STRATA_E2E_KV_DTYPE set (a --kv-cache-dtype value), every server runs with that KV
+dtype and the chunk files must have its size (header + compact rows, never widened).
 Usage: tiered_kv_e2e.py STRATA_BIN MODEL_DIR
 """
 import json
@@ -27,11 +29,24 @@ WORDS = ("the whale ship sea captain said it was a truth universally acknowledge
          "single man in possession of a good fortune must be in want of a wife and the "
          "lord spoke unto the people of the land").split()
 PROMPT = " ".join(WORDS[(i * 7) % len(WORDS)] for i in range(300))
+KV_DTYPE = os.environ.get("STRATA_E2E_KV_DTYPE")  # None: the server's default (auto)
+KV_FLAGS = ["--kv-cache-dtype", KV_DTYPE] if KV_DTYPE else []
+
+
+def chunk_file_bytes(dtype):
+    """Header + payload of one chunk (one 16-token block) of the bundled model in `dtype`."""
+    cfg = json.load(open(os.path.join(MODEL, "config.json")))
+    heads, dim, layers = cfg["num_key_value_heads"], cfg["head_dim"], cfg["num_hidden_layers"]
+    dtype = dtype or {"bfloat16": "bfloat16", "float32": "float32"}[cfg["torch_dtype"]]
+    row = {"float32": heads * dim * 4, "bfloat16": heads * dim * 2, "float16": heads * dim * 2,
+           "fp8": heads * (dim + 4), "fp8_e4m3": heads * (dim + 4),
+           "fp8_e5m2": heads * (dim + 4)}[dtype]
+    return 96 + layers * 2 * 16 * row
 
 
 class TieredServer(Server):
     def __init__(self, *extra):
-        super().__init__(STRATA, MODEL, "--kv-cache-memory", "8MiB", *extra)
+        super().__init__(STRATA, MODEL, "--kv-cache-memory", "8MiB", *KV_FLAGS, *extra)
 
     def complete(self):
         return self.post("/v1/completions", {"model": MODEL, "prompt": PROMPT, "max_tokens": 24,
@@ -70,6 +85,10 @@ def main():
         a.stop()
         check(len(chunk_files(root)) >= prompt_tokens // 16 - 1,
               f"{len(chunk_files(root))} chunk files in the directory")
+        sizes = {os.path.getsize(p) for p in chunk_files(root)}
+        check(sizes == {chunk_file_bytes(KV_DTYPE)},
+              f"chunk files of {sizes} bytes ({KV_DTYPE or 'auto'} KV: "
+              f"{chunk_file_bytes(KV_DTYPE)} expected)")
 
         b = TieredServer("--kv-transfer-config", tier_config(root))
         second = b.complete()
