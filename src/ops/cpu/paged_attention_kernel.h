@@ -329,11 +329,30 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
     l[r] = V::zero();
   }
   const uint8_t* zero_bytes = reinterpret_cast<const uint8_t*>(zero_row);
-  KvTileRows k, v;
+  constexpr int64_t kHeadBytes = kDim * tensor::kv_element_bytes(T);  // 0 for a run-time dim
+  const int64_t head_bytes = kHeadBytes > 0 ? kHeadBytes : dim * tensor::kv_element_bytes(T);
+  KvTileRows k, v, k_next, v_next;
   const float* v_rows[kLanes];  // the tile's V rows as f32
-  for (int64_t tile = first / kLanes * kLanes; tile <= pos; tile += kLanes) {
-    tile_rows<T>(b.k_cache, b, s, item.kv_head, tile, first, pos + 1, zero_bytes, &k);
-    tile_rows<T>(b.v_cache, b, s, item.kv_head, tile, first, pos + 1, zero_bytes, &v);
+  const int64_t first_tile = first / kLanes * kLanes;
+  tile_rows<T>(b.k_cache, b, s, item.kv_head, first_tile, first, pos + 1, zero_bytes, &k_next);
+  tile_rows<T>(b.v_cache, b, s, item.kv_head, first_tile, first, pos + 1, zero_bytes, &v_next);
+  for (int64_t tile = first_tile; tile <= pos; tile += kLanes) {
+    k = k_next;
+    v = v_next;
+    // Long contexts are read from memory: ask for the next tile's rows (16
+    // scattered head rows of K and of V) while this one is computed.
+    if (tile + kLanes <= pos) {
+      tile_rows<T>(b.k_cache, b, s, item.kv_head, tile + kLanes, first, pos + 1, zero_bytes,
+                   &k_next);
+      tile_rows<T>(b.v_cache, b, s, item.kv_head, tile + kLanes, first, pos + 1, zero_bytes,
+                   &v_next);
+      for (int j = 0; j < kLanes; ++j) {
+        for (int64_t off = 0; off < head_bytes; off += 64) {
+          __builtin_prefetch(k_next.values[j] + off);
+          __builtin_prefetch(v_next.values[j] + off);
+        }
+      }
+    }
     for (int64_t c = 0; c < chunks; ++c) {
       V rows[kLanes];
 #pragma GCC unroll 16
