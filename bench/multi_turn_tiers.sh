@@ -12,13 +12,18 @@
 #
 #   bench/multi_turn_tiers.sh [OUT_DIR]      (default bench/results/multi_turn_tiers)
 # Env: MODEL (default /tmp/strata-bench/bench-small, made if missing),
-#      SWEEP (default 2,4,8,16,32), STRATA (the binary).
+#      SWEEP (default 2,4,8,16,32), STRATA (the binary),
+#      KV_DTYPE (--kv-cache-dtype; default auto: bf16 for the bf16 bench model; when
+#      set, labels get a -DTYPE suffix), CONFIGS (default "no-offload host host+fs").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench/results/multi_turn_tiers}
 MODEL=${MODEL:-/tmp/strata-bench/bench-small}
 SWEEP=${SWEEP:-2,4,8,16,32}
 STRATA=${STRATA:-build/release/apps/strata/strata}
+KV_DTYPE=${KV_DTYPE:-}
+CONFIGS=${CONFIGS:-no-offload host host+fs}
+SUFFIX=${KV_DTYPE:+-$KV_DTYPE}
 FS_DIR=$(mktemp -d /tmp/strata-mt-fs-XXXXXX)
 trap 'rm -rf "$FS_DIR"; [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null || true' EXIT
 mkdir -p "$OUT"
@@ -30,7 +35,8 @@ fi
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 run_config() {
-  local label=$1; shift
+  local label=$1$SUFFIX; shift
+  [ -n "$KV_DTYPE" ] && set -- --kv-cache-dtype "$KV_DTYPE" "$@"
   local port; port=$(free_port)
   "$STRATA" serve "$MODEL" --host 127.0.0.1 --port "$port" --max-model-len 4096 \
     --kv-cache-memory 160MiB --disable-log-stats "$@" > "$OUT/$label.server.log" 2>&1 &
@@ -50,9 +56,16 @@ run_config() {
 }
 
 start=$(date +%s)
-run_config no-offload
-run_config host --kv-offloading-size 0.375
-run_config host+fs --kv-transfer-config "{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"spec_name\":\"TieringOffloadingSpec\",\"cpu_bytes_to_use\":402653184,\"eviction_policy\":\"lru\",\"secondary_tiers\":[{\"type\":\"fs\",\"root_dir\":\"$FS_DIR\",\"n_read_threads\":4,\"n_write_threads\":4}]}}"
-"$STRATA" bench plot "$OUT/no-offload.json" "$OUT/host.json" "$OUT/host+fs.json" \
-  --output "$OUT/multi_turn_tiers.png"
-echo "sweep took $(( $(date +%s) - start )) s; plot: $OUT/multi_turn_tiers.png" >&2
+has() { [[ " $CONFIGS " == *" $1 "* ]]; }
+plots=()
+if has no-offload; then run_config no-offload; plots+=("$OUT/no-offload$SUFFIX.json"); fi
+if has host; then
+  run_config host --kv-offloading-size 0.375
+  plots+=("$OUT/host$SUFFIX.json")
+fi
+if has host+fs; then
+  plots+=("$OUT/host+fs$SUFFIX.json")
+  run_config host+fs --kv-transfer-config "{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"spec_name\":\"TieringOffloadingSpec\",\"cpu_bytes_to_use\":402653184,\"eviction_policy\":\"lru\",\"secondary_tiers\":[{\"type\":\"fs\",\"root_dir\":\"$FS_DIR\",\"n_read_threads\":4,\"n_write_threads\":4}]}}"
+fi
+"$STRATA" bench plot "${plots[@]}" --output "$OUT/multi_turn_tiers$SUFFIX.png"
+echo "sweep took $(( $(date +%s) - start )) s; plot: $OUT/multi_turn_tiers$SUFFIX.png" >&2

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string>
 
 #include "base/cpu_features.h"
 #include "base/log.h"
@@ -39,6 +40,7 @@ struct GenerateFlags {
   int64_t bench_prompt_tokens = 512;
   int64_t bench_gen_tokens = 128;
   int64_t bench_repetitions = 3;
+  int64_t bench_depth = 0;
   int64_t threads = 0;
   std::string kv_cache_dtype = "auto";
 };
@@ -60,6 +62,8 @@ void register_flags(FlagSet& flags, GenerateFlags& f) {
   flags.add_int("bench-prompt-tokens", &f.bench_prompt_tokens, "prompt length for --bench");
   flags.add_int("bench-gen-tokens", &f.bench_gen_tokens, "decode steps for --bench");
   flags.add_int("bench-repetitions", &f.bench_repetitions, "repetitions for --bench");
+  flags.add_int("bench-depth", &f.bench_depth,
+                "for --bench: decode after this many context tokens (llama-bench -d)");
   flags.add_int("threads", &f.threads, "compute threads (default: all cores)");
   flags.add_string("kv-cache-dtype", &f.kv_cache_dtype,
                    "KV element type: auto (the weights' dtype), bfloat16, float16, float32, "
@@ -104,10 +108,13 @@ int run_bench(const model::Model& model, const GenerateFlags& f, tensor::KvCache
                tensor::kv_cache_dtype_name(kv_dtype));
   for (int64_t rep = 0; rep < f.bench_repetitions; ++rep) {
     runner::BenchResult r =
-        runner::bench(model, f.bench_prompt_tokens, f.bench_gen_tokens, kv_dtype, pool);
-    std::printf("pp%lld %.2f tokens/s  tg%lld %.2f tokens/s  (decode %.1f GB/s of weights)\n",
+        runner::bench(model, f.bench_prompt_tokens, f.bench_gen_tokens, f.bench_depth, kv_dtype,
+                      pool);
+    const std::string depth =
+        f.bench_depth > 0 ? " @ d" + std::to_string(f.bench_depth) : std::string();
+    std::printf("pp%lld %.2f tokens/s  tg%lld%s %.2f tokens/s  (decode %.1f GB/s of weights)\n",
                 static_cast<long long>(f.bench_prompt_tokens), r.prefill_tokens_per_s,
-                static_cast<long long>(f.bench_gen_tokens), r.decode_tokens_per_s,
+                static_cast<long long>(f.bench_gen_tokens), depth.c_str(), r.decode_tokens_per_s,
                 r.decode_tokens_per_s * model.decode_weight_bytes() / 1e9);
     std::fflush(stdout);
   }

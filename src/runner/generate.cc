@@ -84,7 +84,7 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
 }
 
 BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t num_gen_tokens,
-                  tensor::KvCacheDtype kv_dtype, ThreadPool& pool) {
+                  int64_t depth, tensor::KvCacheDtype kv_dtype, ThreadPool& pool) {
   const int64_t vocab = model.vocab_size();
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
@@ -99,12 +99,22 @@ BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t 
                 kv, logits.data(), pool);
   result.prefill_tokens_per_s = num_prompt_tokens / seconds_since(start);
 
-  // Like llama-bench's tg test, decoding starts from an empty context.
-  attention::KvArena decode_kv = model.make_kv_arena(1, num_gen_tokens, kv_dtype);
+  // Like llama-bench's tg test, decoding starts from an empty context, or
+  // (llama-bench -d) after `depth` context tokens, prefilled untimed.
+  attention::KvArena decode_kv = model.make_kv_arena(1, depth + num_gen_tokens, kv_dtype);
+  if (depth > 0) {
+    std::vector<int32_t> context(depth);
+    for (int32_t& t : context) t = pick(rng);
+    for (int64_t done = 0; done < depth; done += 512) {
+      const int64_t n = std::min<int64_t>(512, depth - done);
+      model.forward(model::ForwardBatch::single_sequence(context.data() + done, n, done, false),
+                    decode_kv, logits.data(), pool);
+    }
+  }
   int32_t token = prompt[0];
   start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < num_gen_tokens; ++i) {
-    model.forward(model::ForwardBatch::single_sequence(&token, 1, i, false), decode_kv,
+    model.forward(model::ForwardBatch::single_sequence(&token, 1, depth + i, false), decode_kv,
                   logits.data(), pool);
     token = sampling::argmax(logits.data(), vocab);
   }

@@ -46,12 +46,13 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
 
 // llama-bench style throughput: pp = prefill of `num_prompt_tokens` random
 // tokens in one pass; tg = `num_gen_tokens` single-token decode steps from an
-// empty context (as llama-bench measures pp512 and tg128).
+// empty context (as llama-bench measures pp512 and tg128), or after `depth`
+// prefilled context tokens (llama-bench -d).
 struct BenchResult {
   double prefill_tokens_per_s = 0.0;
   double decode_tokens_per_s = 0.0;
 };
 BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t num_gen_tokens,
-                  tensor::KvCacheDtype kv_dtype, ThreadPool& pool);
+                  int64_t depth, tensor::KvCacheDtype kv_dtype, ThreadPool& pool);
 
 }  // namespace strata::runner
