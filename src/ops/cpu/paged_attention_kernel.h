@@ -380,26 +380,33 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
 #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) scores[r] = V::fmadd(V::set1(qs[r * dim + d]), kd, scores[r]);
     }
+    V correction[kRows];
     for (int r = 0; r < num_rows; ++r) {
       const V sc = V::visible_keys(scores[r], static_cast<float>(tile), static_cast<float>(first),
                                    static_cast<float>(pos));
       const V m_new = V::max(m[r], V::set1(V::reduce_max(sc)));
-      const V correction = V::exp_nonpositive(V::sub(m[r], m_new));
+      correction[r] = V::exp_nonpositive(V::sub(m[r], m_new));
       const V pv = V::exp_nonpositive(V::sub(sc, m_new));
       float* pr = p + r * kLanes;
       V::store(pr, pv);
       float tile_sum = 0.0f;
       for (int j = 0; j < kLanes; ++j) tile_sum += pr[j];  // left to right, as the lane kernel
-      l[r] = V::fmadd(l[r], correction, V::set1(tile_sum));
+      l[r] = V::fmadd(l[r], correction[r], V::set1(tile_sum));
       m[r] = m_new;
-      float* o = o_rows + r * dim;
-      for (int64_t c = 0; c < chunks; ++c) {
-        V oc = V::mul(V::load(o + c * kLanes), correction);
+    }
+    // P·V one 16-wide slice of head_dim at a time: the tile's 16 V slices stay
+    // in registers for every row (o·c, then fma over the keys in order).
+    for (int64_t c = 0; c < chunks; ++c) {
+      V vc[kLanes];
 #pragma GCC unroll 16
-        for (int j = 0; j < kLanes; ++j) {
-          oc = V::fmadd(V::set1(pr[j]), V::load(v_rows[j] + c * kLanes), oc);
-        }
-        V::store(o + c * kLanes, oc);
+      for (int j = 0; j < kLanes; ++j) vc[j] = V::load(v_rows[j] + c * kLanes);
+      for (int r = 0; r < num_rows; ++r) {
+        const float* pr = p + r * kLanes;
+        float* o = o_rows + r * dim + c * kLanes;
+        V oc = V::mul(V::load(o), correction[r]);
+#pragma GCC unroll 16
+        for (int j = 0; j < kLanes; ++j) oc = V::fmadd(V::set1(pr[j]), vc[j], oc);
+        V::store(o, oc);
       }
     }
   }
