@@ -15,6 +15,11 @@
 //                            "prefix": "", "io_threads": 4, "region", "access_key",
 //                            "secret_key", "session_token", "scheme", "ca_bundle",
 //                            "miss_ttl_ms", "connect_timeout_ms", "request_timeout_ms"}]}}
+//     fs and obj entries also take "retry_initial_ms" (1000) and "retry_max_ms"
+//     (60000): a tier whose start fails for a reason that may pass is started
+//     down and retried with delays doubling between the two
+//     (offload/tiers/retrying_tier.h). Every built-in entry takes vLLM's
+//     "locality" ("LOCAL" | "REMOTE"), carried on the tier's KV events.
 //     An obj entry may put bucket, endpoint_override, scheme, credentials,
 //     region and ca_bundle in a nested "store_config" object instead (vLLM's
 //     form); credentials left out come from AWS_* variables at startup.

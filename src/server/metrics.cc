@@ -229,6 +229,14 @@ void Metrics::render_offload(std::string* out, const engine::EngineStats& s) con
        [](const offload::TierStats& t) { return double(t.capacity_bytes); }},
       {"strata:kv_tier_chunks", "gauge", "Chunks the tier holds now.",
        [](const offload::TierStats& t) { return double(t.num_chunks); }},
+      {"strata:kv_tier_up", "gauge",
+       "1 if the tier is serving; 0 while a tier that could not start is retried (its tokens "
+       "are recomputed).",
+       [](const offload::TierStats& t) { return t.is_up ? 1.0 : 0.0; }},
+      {"strata:kv_tier_start_failures_total", "counter",
+       "Failed starts of the tier (damaged or failing storage, 5xx, unreachable); retried with "
+       "backoff.",
+       [](const offload::TierStats& t) { return double(t.start_failures); }},
   };
   for (const Series& series : kSeries) {
     header(out, series.name, series.type, series.help);

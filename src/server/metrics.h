@@ -15,7 +15,9 @@
 //              per tier{tier="cpu"|"fs"}: vllm:kv_offload_tiering_chunk_{queries,hits}_total,
 //              vllm:kv_offload_tiering_{read,write}_{bytes,time}_total,
 //              strata:kv_tier_{hit_tokens,load_failures,store_failures,evictions,
-//              stores_skipped}_total, strata:kv_tier_{used_bytes,capacity_bytes,chunks};
+//              stores_skipped,start_failures}_total, strata:kv_tier_{used_bytes,
+//              capacity_bytes,chunks}, strata:kv_tier_up (0 while a tier that could not
+//              start is retried);
 //              vllm:kv_offload_tiering_{promotion,cascade}_job_failures_total
 //   histograms vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 //              vllm:e2e_request_latency_seconds, vllm:request_prompt_tokens,

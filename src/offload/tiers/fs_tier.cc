@@ -411,7 +411,7 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_fs_tier(const FsTierConfig& config
   const std::string ns_dir = root_dir + "/" + format.namespace_id_hex();
   Status made = make_dirs(ns_dir);
   if (!made.ok()) {
-    return unavailable("fs tier: cannot use root_dir '" + root_dir + "': " + made.message());
+    return Status(made.code(), "fs tier: cannot use root_dir '" + root_dir + "': " + made.message());
   }
   STRATA_RETURN_IF_ERROR(check_writable(root_dir, ns_dir));
   STRATA_RETURN_IF_ERROR(check_format_file(ns_dir, format));

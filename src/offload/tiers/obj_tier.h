@@ -14,7 +14,9 @@
 // namespace prefix proves the endpoint is reachable, the credentials are
 // accepted and the bucket exists; otherwise it fails at once with a message
 // that says which (unreachable, wrong secret, unknown access key, no such
-// bucket, access denied).
+// bucket, access denied). Unreachable and 5xx are kUnavailable (they may
+// pass: the connector starts the tier down and retries, retrying_tier.h);
+// the others are settings to fix.
 //
 // Store: PUT of header + payload (x-amz-content-sha256 = its SHA-256).
 // Skipped, reported ok, for keys known to be present or already being

@@ -24,6 +24,8 @@ struct TierStats {
   int64_t used_bytes = 0;        // occupancy now
   int64_t capacity_bytes = 0;    // 0 = unbounded
   int64_t num_chunks = 0;        // resident chunks now
+  bool is_up = true;             // false while a tier that could not start retries (retrying_tier.h)
+  int64_t start_failures = 0;    // failed starts of the tier (the first included)
 };
 
 }  // namespace strata::offload

@@ -17,8 +17,19 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& co
   if (!config.module_path.empty()) {
     return make_plugin_tier(config.type, config.module_path, config.config_json, format, region);
   }
-  if (config.type == "fs") return make_fs_tier(config.fs, format, region);
-  if (config.type == "obj") return make_obj_tier(config.obj, format, region);
+  // A filesystem or object store that fails now (I/O error, damaged
+  // namespace, 5xx, unreachable) must not stop the server: such a tier
+  // starts down and is retried. Wrong settings still fail here.
+  if (config.type == "fs") {
+    return start_tier_or_retry(
+        "fs", [fs = config.fs, format, region] { return make_fs_tier(fs, format, region); },
+        config.retry);
+  }
+  if (config.type == "obj") {
+    return start_tier_or_retry(
+        "obj", [obj = config.obj, format, region] { return make_obj_tier(obj, format, region); },
+        config.retry);
+  }
   if (config.type == "p2p") return make_p2p_tier(config.p2p, format, region);
   return invalid_argument("secondary tier type '" + config.type +
                           "' is not known (known: fs, obj, p2p, or a plugin with module_path)");
