@@ -179,7 +179,8 @@ Status parse_obj_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier)
 // library) is accepted and ignored: Strata moves chunks over plain TCP.
 Status parse_p2p_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
   STRATA_RETURN_IF_ERROR(
-      r.check_keys({"type", "host", "port", "advertise_host", "peers", "secret", "max_bytes",
+      r.check_keys({"type", "host", "port", "advertise_host", "peers", "allowed_remote_peers",
+                    "secret", "max_bytes",
                     "num_threads", "connect_timeout_ms", "io_timeout_ms", "miss_ttl_ms",
                     "remote_wait_ms", "backends", "locality", "enable_kv_events"}));
   offload::P2pTierConfig& p2p = tier.p2p;
@@ -206,6 +207,25 @@ Status parse_p2p_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier)
       StatusOr<offload::PeerAddress> peer = offload::parse_peer_address(text);
       if (!peer.ok()) return peer.status().with_prefix(name);
       p2p.peers.push_back(text);
+    }
+  }
+  if (r.has("allowed_remote_peers")) {
+    // Peers a request's kv_transfer_params may name besides `peers`.
+    const Json& allowed = r.at("allowed_remote_peers");
+    if (!allowed.is_array()) {
+      return invalid_argument(r.name("allowed_remote_peers") +
+                              " must be an array of \"host:port\", \"10.0.0.0/8:5710\", "
+                              "\"[fd00::/8]:*\", ...; got " + allowed.dump());
+    }
+    for (size_t i = 0; i < allowed.size(); ++i) {
+      const std::string name = r.name("allowed_remote_peers") + "[" + std::to_string(i) + "]";
+      if (!allowed[i].is_string()) {
+        return invalid_argument(name + " must be a string, got " + allowed[i].dump());
+      }
+      const std::string text = allowed[i].get<std::string>();
+      StatusOr<offload::PeerRule> rule = offload::parse_peer_rule(text);
+      if (!rule.ok()) return rule.status().with_prefix(name);
+      p2p.allowed_remote_peers.push_back(text);
     }
   }
   STRATA_RETURN_IF_ERROR(r.get_string("secret", p2p.secret));

@@ -24,7 +24,10 @@
 //     region and ca_bundle in a nested "store_config" object instead (vLLM's
 //     form); credentials left out come from AWS_* variables at startup.
 //     A p2p entry (offload/tiers/p2p_tier.h): {"type": "p2p", "host": "127.0.0.1",
-//       "port": 5710, "advertise_host": "", "peers": ["host:port", ...], "secret": "...",
+//       "port": 5710, "advertise_host": "", "peers": ["host:port", ...],
+//       "allowed_remote_peers": ["10.0.0.0/8:5710", "[fd00::/8]:*", "prefill-0:5710"]
+//       (peers a request's kv_transfer_params may name besides `peers`;
+//       offload/tiers/peer_allowlist.h), "secret": "...",
 //       "max_bytes": M, "num_threads": 4, "connect_timeout_ms": 1000, "io_timeout_ms": 5000,
 //       "miss_ttl_ms": 1000, "remote_wait_ms": 5000}; no secret here means
 //       $STRATA_P2P_SECRET at startup ("backends" is accepted and ignored).

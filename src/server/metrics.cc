@@ -237,6 +237,10 @@ void Metrics::render_offload(std::string* out, const engine::EngineStats& s) con
        "Failed starts of the tier (damaged or failing storage, 5xx, unreachable); retried with "
        "backoff.",
        [](const offload::TierStats& t) { return double(t.start_failures); }},
+      {"strata:kv_tier_remote_peers_refused_total", "counter",
+       "Requests whose kv_transfer_params named a peer neither configured nor allowed "
+       "(allowed_remote_peers): never contacted, recomputed.",
+       [](const offload::TierStats& t) { return double(t.remote_peers_refused); }},
   };
   for (const Series& series : kSeries) {
     header(out, series.name, series.type, series.help);

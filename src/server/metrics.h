@@ -15,7 +15,7 @@
 //              per tier{tier="cpu"|"fs"}: vllm:kv_offload_tiering_chunk_{queries,hits}_total,
 //              vllm:kv_offload_tiering_{read,write}_{bytes,time}_total,
 //              strata:kv_tier_{hit_tokens,load_failures,store_failures,evictions,
-//              stores_skipped,start_failures}_total, strata:kv_tier_{used_bytes,
+//              stores_skipped,start_failures,remote_peers_refused}_total, strata:kv_tier_{used_bytes,
 //              capacity_bytes,chunks}, strata:kv_tier_up (0 while a tier that could not
 //              start is retried);
 //              vllm:kv_offload_tiering_{promotion,cascade}_job_failures_total

@@ -26,6 +26,7 @@ struct TierStats {
   int64_t num_chunks = 0;        // resident chunks now
   bool is_up = true;             // false while a tier that could not start retries (retrying_tier.h)
   int64_t start_failures = 0;    // failed starts of the tier (the first included)
+  int64_t remote_peers_refused = 0;  // requests that named a peer not allowed (p2p; never contacted)
 };
 
 }  // namespace strata::offload
