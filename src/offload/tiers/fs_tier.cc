@@ -100,6 +100,13 @@ class FsTier final : public SecondaryTier {
 
   void drain() override { jobs_.wait_idle(); }
 
+  std::vector<ChunkKey> take_removed() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ChunkKey> out;
+    out.swap(removed_);
+    return out;
+  }
+
   TierStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     TierStats out = stats_;
@@ -151,6 +158,7 @@ class FsTier final : public SecondaryTier {
     if (it == index_.end()) return;
     used_bytes_ -= it->second;
     index_.erase(it);
+    removed_.push_back(key);  // for BlockRemoved events (take_removed)
   }
 
   // ---- I/O threads ----
@@ -364,6 +372,7 @@ class FsTier final : public SecondaryTier {
   std::unordered_map<ChunkKey, int, kv::BlockHashHasher> load_pins_;  // loads in flight
   ProbedLookups lookups_;
   TierStats stats_;  // but load/store_seconds, which jobs_ keeps
+  std::vector<ChunkKey> removed_;  // left index_ since the last take_removed()
 
   // Last: destroyed (threads joined) before the state above.
   TierJobs jobs_;

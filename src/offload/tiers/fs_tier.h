@@ -40,6 +40,10 @@
 // process, not globally. The startup scan also deletes chunk files of the
 // wrong size and temporary files older than an hour (left by a crash).
 //
+// Removals (take_removed, for KV events): every key that leaves the index,
+// i.e. a file this process knew of and no longer holds: evicted for
+// max_bytes, or deleted or found missing by a failed load.
+//
 // Stats: load/store_seconds add each job's wall time from its first I/O to
 // its last; hit_tokens counts tokens_per_chunk() per chunk loaded.
 //

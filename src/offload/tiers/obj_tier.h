@@ -38,6 +38,9 @@
 // other instances are found; each probe's answer is delivered at least once.
 // A key whose store is in flight answers kRetry.
 //
+// Removals (take_removed, for KV events): keys forgotten after a failed
+// load (absent, corrupt: the object is gone or deleted).
+//
 // Capacity: unbounded here; size the bucket with the store's own lifecycle
 // rules. used_bytes / num_chunks count the objects this process knows of.
 //
