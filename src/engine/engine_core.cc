@@ -120,12 +120,13 @@ void EngineCore::publish_kv_events() {
     const int64_t chunk_tokens = connector_->format().tokens_per_chunk();
     for (offload::OffloadEvent& e : connector_->take_events()) {
       if (e.removed) {
-        batch.push_back(events::BlockRemoved{hashes(e.keys), e.medium, ""});
+        batch.push_back(events::BlockRemoved{hashes(e.keys), e.medium, e.locality});
       } else {
         events::BlockStored stored;  // tiers announce hashes only, as vLLM's offload tiers do
         stored.block_hashes = hashes(e.keys);
         stored.block_size = chunk_tokens;
         stored.medium = e.medium;
+        stored.locality = e.locality;
         batch.push_back(std::move(stored));
       }
     }

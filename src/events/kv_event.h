@@ -3,7 +3,9 @@
 //
 // An event says that full blocks were stored in, or removed from, one medium
 // ("GPU" = the engine's KV pool, whatever device it lives on, as vLLM names it;
-// "CPU" = the host tier; "STORAGE" = filesystem and object-store tiers).
+// "CPU" = the host tier; "STORAGE" = filesystem and object-store tiers, whose
+// stores and removals (evictions, deleted chunks) are both announced, with the
+// tier config's vLLM "locality").
 // Events travel in batches: one KVEventBatch per publish() call.
 //
 // Payload = the MessagePack encoding that vLLM's msgspec structs produce

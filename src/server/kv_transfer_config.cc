@@ -75,23 +75,35 @@ class ObjectReader {
   std::string path_;
 };
 
-// Keys every built-in tier accepts: "locality" is checked, "enable_kv_events"
-// is accepted (events are configured by --kv-events-config).
-Status check_tier_common_keys(const ObjectReader& r) {
-  std::string locality;
-  STRATA_RETURN_IF_ERROR(r.get_string("locality", locality));
-  if (!locality.empty() && locality != "LOCAL" && locality != "REMOTE") {
+// Keys every built-in tier accepts: "locality" (vLLM's, carried on the
+// tier's KV events), "enable_kv_events" is accepted (events are configured by
+// --kv-events-config).
+Status parse_tier_common_keys(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
+  STRATA_RETURN_IF_ERROR(r.get_string("locality", tier.locality));
+  if (!tier.locality.empty() && tier.locality != "LOCAL" && tier.locality != "REMOTE") {
     return invalid_argument(r.name("locality") + " must be \"LOCAL\" or \"REMOTE\", got \"" +
-                            locality + "\"");
+                            tier.locality + "\"");
   }
   bool events = false;
   return r.get_bool("enable_kv_events", events);
 }
 
+// fs and obj: how a tier that could not start is retried (Strata's keys).
+Status parse_retry_keys(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
+  STRATA_RETURN_IF_ERROR(r.get_int("retry_initial_ms", 1, tier.retry.initial_ms));
+  STRATA_RETURN_IF_ERROR(r.get_int("retry_max_ms", 1, tier.retry.max_ms));
+  if (tier.retry.max_ms < tier.retry.initial_ms) {
+    return invalid_argument(r.name("retry_max_ms") + " " + std::to_string(tier.retry.max_ms) +
+                            " is below retry_initial_ms " + std::to_string(tier.retry.initial_ms));
+  }
+  return Status();
+}
+
 Status parse_fs_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
   STRATA_RETURN_IF_ERROR(r.check_keys({"type", "root_dir", "n_read_threads", "n_write_threads",
                                        "max_bytes", "miss_ttl_ms", "locality",
-                                       "enable_kv_events"}));
+                                       "enable_kv_events", "retry_initial_ms",
+                                       "retry_max_ms"}));
   if (!r.has("root_dir")) return invalid_argument(r.name("root_dir") + " is required");
   STRATA_RETURN_IF_ERROR(r.get_string("root_dir", tier.fs.root_dir));
   if (tier.fs.root_dir.empty()) return invalid_argument(r.name("root_dir") + " is empty");
@@ -103,7 +115,8 @@ Status parse_fs_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) 
   tier.fs.n_write_threads = static_cast<int>(std::min<int64_t>(n, 256));
   STRATA_RETURN_IF_ERROR(r.get_int("max_bytes", 0, tier.fs.max_bytes));
   STRATA_RETURN_IF_ERROR(r.get_int("miss_ttl_ms", 0, tier.fs.miss_ttl_ms));
-  return check_tier_common_keys(r);
+  STRATA_RETURN_IF_ERROR(parse_retry_keys(r, tier));
+  return parse_tier_common_keys(r, tier);
 }
 
 // vLLM's obj tier. The store settings may sit in the entry itself or, as vLLM
@@ -113,7 +126,8 @@ Status parse_obj_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier)
                                        "scheme", "access_key", "secret_key", "session_token",
                                        "region", "ca_bundle", "prefix", "io_threads",
                                        "miss_ttl_ms", "connect_timeout_ms", "request_timeout_ms",
-                                       "locality", "enable_kv_events"}));
+                                       "locality", "enable_kv_events", "retry_initial_ms",
+                                       "retry_max_ms"}));
   std::optional<ObjectReader> store;
   if (r.has("store_config")) {
     if (!r.at("store_config").is_object()) {
@@ -157,14 +171,16 @@ Status parse_obj_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier)
   STRATA_RETURN_IF_ERROR(r.get_int("miss_ttl_ms", 0, obj.miss_ttl_ms));
   STRATA_RETURN_IF_ERROR(r.get_int("connect_timeout_ms", 1, obj.connect_timeout_ms));
   STRATA_RETURN_IF_ERROR(r.get_int("request_timeout_ms", 1, obj.request_timeout_ms));
-  return check_tier_common_keys(r);
+  STRATA_RETURN_IF_ERROR(parse_retry_keys(r, tier));
+  return parse_tier_common_keys(r, tier);
 }
 
 // The peer tier (offload/tiers/p2p_tier.h). vLLM's "backends" (its transfer
 // library) is accepted and ignored: Strata moves chunks over plain TCP.
 Status parse_p2p_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
   STRATA_RETURN_IF_ERROR(
-      r.check_keys({"type", "host", "port", "advertise_host", "peers", "secret", "max_bytes",
+      r.check_keys({"type", "host", "port", "advertise_host", "peers", "allowed_remote_peers",
+                    "secret", "max_bytes",
                     "num_threads", "connect_timeout_ms", "io_timeout_ms", "miss_ttl_ms",
                     "remote_wait_ms", "backends", "locality", "enable_kv_events"}));
   offload::P2pTierConfig& p2p = tier.p2p;
@@ -193,6 +209,25 @@ Status parse_p2p_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier)
       p2p.peers.push_back(text);
     }
   }
+  if (r.has("allowed_remote_peers")) {
+    // Peers a request's kv_transfer_params may name besides `peers`.
+    const Json& allowed = r.at("allowed_remote_peers");
+    if (!allowed.is_array()) {
+      return invalid_argument(r.name("allowed_remote_peers") +
+                              " must be an array of \"host:port\", \"10.0.0.0/8:5710\", "
+                              "\"[fd00::/8]:*\", ...; got " + allowed.dump());
+    }
+    for (size_t i = 0; i < allowed.size(); ++i) {
+      const std::string name = r.name("allowed_remote_peers") + "[" + std::to_string(i) + "]";
+      if (!allowed[i].is_string()) {
+        return invalid_argument(name + " must be a string, got " + allowed[i].dump());
+      }
+      const std::string text = allowed[i].get<std::string>();
+      StatusOr<offload::PeerRule> rule = offload::parse_peer_rule(text);
+      if (!rule.ok()) return rule.status().with_prefix(name);
+      p2p.allowed_remote_peers.push_back(text);
+    }
+  }
   STRATA_RETURN_IF_ERROR(r.get_string("secret", p2p.secret));
   STRATA_RETURN_IF_ERROR(r.get_int("max_bytes", 1, p2p.max_bytes));
   STRATA_RETURN_IF_ERROR(r.get_int("num_threads", 1, p2p.num_threads));
@@ -209,7 +244,7 @@ Status parse_p2p_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier)
                               backends.dump());
     }
   }
-  return check_tier_common_keys(r);
+  return parse_tier_common_keys(r, tier);
 }
 
 Status parse_tier(const Json& j, const std::string& path, offload::SecondaryTierConfig& tier) {

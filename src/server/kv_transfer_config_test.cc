@@ -212,6 +212,29 @@ TEST(KvTransferConfig, ObjTierFlatForm) {
   EXPECT_EQ(obj.request_timeout_ms, 7000);
 }
 
+TEST(KvTransferConfig, LocalityAndRetryDelaysAreKeptPerTier) {
+  StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(
+      with_tier(R"({"type":"fs","root_dir":"/kv","locality":"LOCAL","retry_initial_ms":50,)"
+                R"("retry_max_ms":800},{"type":"obj","bucket":"kv",)"
+                R"("endpoint_override":"http://127.0.0.1:9000"})"),
+      16);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->secondary_tiers.size(), 2u);
+  EXPECT_EQ(c->secondary_tiers[0].locality, "LOCAL");
+  EXPECT_EQ(c->secondary_tiers[0].retry.initial_ms, 50);
+  EXPECT_EQ(c->secondary_tiers[0].retry.max_ms, 800);
+  EXPECT_EQ(c->secondary_tiers[1].locality, "");
+  EXPECT_EQ(c->secondary_tiers[1].retry.initial_ms, 1000);
+  EXPECT_EQ(c->secondary_tiers[1].retry.max_ms, 60000);
+  EXPECT_NE(error_of(with_tier(R"({"type":"fs","root_dir":"/kv","retry_initial_ms":500,)"
+                               R"("retry_max_ms":100})"))
+                .find("retry_max_ms 100 is below retry_initial_ms 500"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_tier(R"({"type":"fs","root_dir":"/kv","retry_initial_ms":0})"))
+                .find("retry_initial_ms must be an integer >= 1"),
+            std::string::npos);
+}
+
 TEST(KvTransferConfig, ObjTierVllmNestedStoreConfig) {
   StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(
       with_tier(R"({"type":"obj","store_config":{"bucket":"kv","endpoint_override":"minio:9000",)"

@@ -131,15 +131,23 @@ std::string Metrics::labels(const std::string& extra) const {
 void Metrics::render_histogram(std::string* out, const std::string& name, const std::string& help,
                                const Histogram& h) const {
   header(out, name, "histogram", help);
+  render_histogram_series(out, name, h, "");
+}
+
+void Metrics::render_histogram_series(std::string* out, const std::string& name,
+                                      const Histogram& h, const std::string& label) const {
+  const std::string extra = label.empty() ? "" : label + ",";
+  const std::string plain = label.empty() ? labels() : labels(label);
   int64_t cumulative = 0;
   for (size_t i = 0; i < h.bounds().size(); ++i) {
     cumulative += h.counts()[i];
-    out->append(name + "_bucket" + labels("le=\"" + num(h.bounds()[i]) + "\"") + " " +
+    out->append(name + "_bucket" + labels(extra + "le=\"" + num(h.bounds()[i]) + "\"") + " " +
                 std::to_string(cumulative) + "\n");
   }
-  out->append(name + "_bucket" + labels("le=\"+Inf\"") + " " + std::to_string(h.count()) + "\n");
-  out->append(name + "_count" + labels() + " " + std::to_string(h.count()) + "\n");
-  out->append(name + "_sum" + labels() + " " + num(h.sum()) + "\n");
+  out->append(name + "_bucket" + labels(extra + "le=\"+Inf\"") + " " +
+              std::to_string(h.count()) + "\n");
+  out->append(name + "_count" + plain + " " + std::to_string(h.count()) + "\n");
+  out->append(name + "_sum" + plain + " " + num(h.sum()) + "\n");
 }
 
 void Metrics::render_offload(std::string* out, const engine::EngineStats& s) const {
@@ -229,12 +237,61 @@ void Metrics::render_offload(std::string* out, const engine::EngineStats& s) con
        [](const offload::TierStats& t) { return double(t.capacity_bytes); }},
       {"strata:kv_tier_chunks", "gauge", "Chunks the tier holds now.",
        [](const offload::TierStats& t) { return double(t.num_chunks); }},
+      {"strata:kv_tier_up", "gauge",
+       "1 if the tier is serving; 0 while a tier that could not start is retried (its tokens "
+       "are recomputed).",
+       [](const offload::TierStats& t) { return t.is_up ? 1.0 : 0.0; }},
+      {"strata:kv_tier_start_failures_total", "counter",
+       "Failed starts of the tier (damaged or failing storage, 5xx, unreachable); retried with "
+       "backoff.",
+       [](const offload::TierStats& t) { return double(t.start_failures); }},
+      {"strata:kv_tier_remote_peers_refused_total", "counter",
+       "Requests whose kv_transfer_params named a peer neither configured nor allowed "
+       "(allowed_remote_peers): never contacted, recomputed.",
+       [](const offload::TierStats& t) { return double(t.remote_peers_refused); }},
   };
   for (const Series& series : kSeries) {
     header(out, series.name, series.type, series.help);
     for (const offload::TierStats& t : o.tiers) {
       out->append(std::string(series.name) + labels("tier=\"" + escape_label(t.tier) + "\"") +
                   " " + num(series.value(t)) + "\n");
+    }
+  }
+  using Latency = const offload::LatencyHistogram& (*)(const offload::TierStats&);
+  struct LatencySeries {
+    const char* name;
+    const char* help;
+    Latency value;
+  };
+  static const LatencySeries kLatency[] = {
+      {"vllm:kv_offload_tiering_lookup_sync_delay_seconds",
+       "Time of the lookup calls that answered hit or miss, per tier.",
+       [](const offload::TierStats& t) -> const offload::LatencyHistogram& {
+         return t.lookup_sync_seconds;
+       }},
+      {"vllm:kv_offload_tiering_lookup_async_delay_seconds",
+       "Time from a lookup's first 'retry' (an asynchronous probe) to its hit or miss, per tier.",
+       [](const offload::TierStats& t) -> const offload::LatencyHistogram& {
+         return t.lookup_async_seconds;
+       }},
+      {"strata:kv_tier_read_seconds",
+       "Wall time of each job reading out of the tier (cpu: host tier -> KV pool).",
+       [](const offload::TierStats& t) -> const offload::LatencyHistogram& {
+         return t.read_seconds;
+       }},
+      {"strata:kv_tier_write_seconds",
+       "Wall time of each job writing into the tier (cpu: KV pool -> host tier).",
+       [](const offload::TierStats& t) -> const offload::LatencyHistogram& {
+         return t.write_seconds;
+       }},
+  };
+  const std::vector<double>& bounds = offload::LatencyHistogram::bounds();
+  for (const LatencySeries& series : kLatency) {
+    header(out, series.name, "histogram", series.help);
+    for (const offload::TierStats& t : o.tiers) {
+      const offload::LatencyHistogram& h = series.value(t);
+      render_histogram_series(out, series.name, Histogram::from_counts(bounds, h.counts, h.sum),
+                              "tier=\"" + escape_label(t.tier) + "\"");
     }
   }
 }

@@ -15,8 +15,12 @@
 //              per tier{tier="cpu"|"fs"}: vllm:kv_offload_tiering_chunk_{queries,hits}_total,
 //              vllm:kv_offload_tiering_{read,write}_{bytes,time}_total,
 //              strata:kv_tier_{hit_tokens,load_failures,store_failures,evictions,
-//              stores_skipped}_total, strata:kv_tier_{used_bytes,capacity_bytes,chunks};
-//              vllm:kv_offload_tiering_{promotion,cascade}_job_failures_total
+//              stores_skipped,start_failures,remote_peers_refused}_total, strata:kv_tier_{used_bytes,
+//              capacity_bytes,chunks}, strata:kv_tier_up (0 while a tier that could not
+//              start is retried);
+//              vllm:kv_offload_tiering_{promotion,cascade}_job_failures_total;
+//              per-tier histograms vllm:kv_offload_tiering_lookup_{sync,async}_delay_seconds
+//              (vLLM's names), strata:kv_tier_{read,write}_seconds (per job)
 //   histograms vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 //              vllm:e2e_request_latency_seconds, vllm:request_prompt_tokens,
 //              vllm:request_generation_tokens, vllm:request_{queue,prefill,decode,
@@ -88,6 +92,9 @@ class Metrics {
  private:
   std::string labels(const std::string& extra = "") const;
   void render_offload(std::string* out, const engine::EngineStats& s) const;
+  // One histogram's _bucket/_count/_sum lines, with `label` (e.g. tier="fs") on each.
+  void render_histogram_series(std::string* out, const std::string& name, const Histogram& h,
+                               const std::string& label) const;
   void render_histogram(std::string* out, const std::string& name, const std::string& help,
                         const Histogram& h) const;
 

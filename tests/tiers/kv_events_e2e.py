@@ -10,11 +10,17 @@ subscribes with Debian's python3-zmq, sends a prompt, and checks:
   - /reset_prefix_cache publishes AllBlocksCleared and BlockRemoved "CPU";
   - sequence numbers are consecutive from 0, and the replay socket returns
     the same payloads byte for byte.
+Then a server with a small filesystem tier (max_bytes = two chunk files,
+"locality": "LOCAL") and the map event layout: the fs tier's stores arrive as
+BlockStored "STORAGE" and its evictions as BlockRemoved "STORAGE", both with
+locality "LOCAL", and only hashes announced as stored are announced removed.
 Usage: kv_events_e2e.py STRATA_BIN MODEL_DIR
 """
 import json
+import shutil
 import struct
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -104,7 +110,64 @@ def main():
         ctx.destroy(linger=0)
     finally:
         server.stop()
+    check_storage_events(checks)
     checks.finish()
+
+
+def collect(sub, seconds):
+    poller = zmq.Poller()
+    poller.register(sub, zmq.POLLIN)
+    events = []
+    end = time.time() + seconds
+    while time.time() < end:
+        if poller.poll(200):
+            events.extend(msgpack.unpackb(sub.recv_multipart()[2], raw=False)[1])
+    return events
+
+
+def check_storage_events(checks):
+    check = checks.check
+    pub_port = free_port()
+    root = tempfile.mkdtemp(prefix="strata-events-fs-")
+    events_config = {"enable_kv_cache_events": True, "publisher": "zmq",
+                     "endpoint": f"tcp://*:{pub_port}", "topic": "kv-events",
+                     "event_encoding": "map"}
+    chunk_file = 96 + 6 * 2 * 16 * 2 * 64 * 4  # header + one f32 chunk of the bundled model
+    tiers = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+             "kv_connector_extra_config": {
+                 "spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 64 << 20,
+                 "secondary_tiers": [{"type": "fs", "root_dir": root, "max_bytes": 2 * chunk_file,
+                                      "locality": "LOCAL"}]}}
+    server = Server(STRATA, MODEL, "--kv-transfer-config", json.dumps(tiers),
+                    "--kv-events-config", json.dumps(events_config), name="fs-events")
+    try:
+        ctx = zmq.Context()
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, b"kv-events")
+        sub.connect(f"tcp://127.0.0.1:{pub_port}")
+        time.sleep(0.5)
+        server.post("/v1/completions", {"model": MODEL, "prompt": PROMPT, "max_tokens": 4,
+                                        "temperature": 0}, timeout=60)
+        time.sleep(0.5)
+        server.post("/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 1},
+                    timeout=60)
+        events = collect(sub, 3)
+        stored = [e for e in events if e["type"] == "BlockStored" and e["medium"] == "STORAGE"]
+        removed = [e for e in events if e["type"] == "BlockRemoved" and e["medium"] == "STORAGE"]
+        check(len(stored) > 0 and all(e.get("locality") == "LOCAL" for e in stored),
+              f"{len(stored)} BlockStored STORAGE events with locality LOCAL")
+        check(len(removed) > 0 and all(e.get("locality") == "LOCAL" for e in removed),
+              f"{len(removed)} BlockRemoved STORAGE events (fs evictions) with locality LOCAL")
+        stored_hashes = {h for e in stored for h in e["block_hashes"]}
+        removed_hashes = [h for e in removed for h in e["block_hashes"]]
+        check(set(removed_hashes) <= stored_hashes,
+              f"the {len(removed_hashes)} removed hashes were announced as stored")
+        cpu = [e for e in events if e["medium"] == "CPU"]
+        check(all("locality" not in e for e in cpu), "host-tier events carry no locality")
+        ctx.destroy(linger=0)
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,15 @@ port; a server without tiers gives the reference (recomputed) texts.
     kv_transfer_params; D (no configured peers) decodes with them, loading the
     prefix from A: same text as one instance. Streaming prefills carry the
     params in their final chunk.
+    D allows A through allowed_remote_peers; a request naming any other
+    host:port (here a listener on 127.0.0.1) is answered by recompute and the
+    listener never sees a connection; D counts and logs the refusal.
 (e) Startup errors: no secret ("no secret, no transfer"), an unknown key.
 Usage: p2p_e2e.py STRATA_BIN MODEL_DIR
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -141,8 +145,9 @@ def main():
         check(eventually(lambda: "refused peer" in a.text_log()), "A's log says it refused C")
         check(c.healthy(), "C healthy")
 
-        # (d) Prefill on A, decode on D (no configured peers: only the named one).
-        d = start("D", "--kv-transfer-config", tier_config(free_port()))
+        # (d) Prefill on A, decode on D (no configured peers: only the named, allowed one).
+        d = start("D", "--kv-transfer-config",
+                  tier_config(free_port(), allowed_remote_peers=[f"127.0.0.1:{pa}"]))
         prefill = a.complete(PROMPT_D, max_tokens=1, kv_transfer_params={"do_remote_decode": True})
         params = prefill.get("kv_transfer_params")
         check(params == {"do_remote_prefill": True, "do_remote_decode": False,
@@ -155,6 +160,33 @@ def main():
               f"D loaded {cached_of(decode)} of {n_pd} prompt tokens from A")
         check(d.tier("strata:kv_tier_hit_tokens_total") == cached_of(decode),
               "D's p2p tier is credited")
+        # A request naming a host:port nobody allowed: no connection, recompute.
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.settimeout(1.0)
+        probe = {**params, "remote_port": listener.getsockname()[1]}
+        steered = d.complete(PROMPT_B, kv_transfer_params=probe)
+        nested = d.complete(PROMPT_A, kv_transfer_params={
+            "remote_prefiller": {"remote_host": "127.0.0.1",
+                                 "remote_port": listener.getsockname()[1]}})
+        connections = 0
+        try:
+            while True:
+                conn, _ = listener.accept()
+                connections += 1
+                conn.close()
+        except socket.timeout:
+            pass
+        listener.close()
+        check(connections == 0, f"a peer nobody allowed sees no connection ({connections})")
+        check(text_of(steered) == ref[PROMPT_B] and cached_of(steered) == 0 and
+              text_of(nested) == ref[PROMPT_A],
+              "requests naming it are answered by recompute")
+        check(d.tier("strata:kv_tier_remote_peers_refused_total") == 2,
+              "D counts the refused requests")
+        check("neither in peers nor matched by allowed_remote_peers" in d.text_log(),
+              "D logs the refusal")
         plain_answer = a.complete(PROMPT_D, max_tokens=1)
         check("kv_transfer_params" not in plain_answer, "no kv_transfer_params unless asked")
         chunks = a.stream(PROMPT_D, kv_transfer_params={"do_remote_decode": True})

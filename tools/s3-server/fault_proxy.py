@@ -8,6 +8,7 @@ per line on stdin and answers "ok <mode>" on stdout when the mode is in force:
 
     mode pass       forward every request unchanged (the start mode)
     mode error500   answer every request with 500 InternalError (S3's XML error body)
+    mode error500_once  answer the next request with 500 InternalError, then pass
     mode truncate   forward, but send only half of each non-empty GET response body,
                     then close the connection (the Content-Length still says all of it)
     mode stall      accept requests and never answer until the mode changes
@@ -22,7 +23,7 @@ import sys
 import threading
 import time
 
-MODES = ("pass", "error500", "truncate", "stall")
+MODES = ("pass", "error500", "error500_once", "truncate", "stall")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te",
               "trailer", "upgrade"}
 ERROR_BODY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
@@ -38,6 +39,16 @@ class State:
     def get(cls):
         with cls.lock:
             return cls.mode
+
+    @classmethod
+    def take(cls):
+        """The mode for one request; error500_once turns into pass once taken."""
+        with cls.lock:
+            mode = cls.mode
+            if mode == "error500_once":
+                cls.mode = "pass"
+                return "error500"
+            return mode
 
     @classmethod
     def set(cls, mode):
@@ -57,7 +68,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _handle(self):
         body = self._read_body()
-        mode = State.get()
+        mode = State.take()
         if mode == "stall":
             while State.get() == "stall":
                 time.sleep(0.02)

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <ctime>
 #include <functional>
 #include <random>
 #include <system_error>
 #include <thread>
+
+#include "base/log.h"
 
 namespace strata::offload::fs_files {
 namespace {
@@ -91,11 +94,56 @@ StatusOr<std::string> read_small_file(const std::string& path) {
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return unavailable("cannot read '" + path + "': " + errno_text(err));
+    }
+    if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
   return out;
+}
+
+// Errors that say the operator's root_dir setting is wrong (no permission,
+// read-only, a file where a directory belongs), as opposed to a disk or
+// mount that is failing now (EIO, ESTALE, ENOSPC, ...), which may pass.
+bool is_setting_errno(int err) {
+  return err == EACCES || err == EPERM || err == EROFS || err == ENOTDIR || err == EEXIST ||
+         err == ENAMETOOLONG || err == ELOOP;
+}
+
+Status dir_error(const std::string& message, int err) {
+  return is_setting_errno(err) ? invalid_argument(message) : unavailable(message);
+}
+
+// One line "strata-kv-v<N>;<name>=<value>;..." of printable ASCII, as
+// ChunkFormat::namespace_string() writes them (fields may come and go between
+// versions, so only the shape is checked).
+bool is_namespace_line(const std::string& text) {
+  static const std::string kPrefix = "strata-kv-v";
+  if (text.size() < kPrefix.size() + 2 || text.compare(0, kPrefix.size(), kPrefix) != 0 ||
+      text.back() != '\n') {
+    return false;
+  }
+  const std::string line = text.substr(0, text.size() - 1);
+  if (!std::all_of(line.begin(), line.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
+    return false;
+  }
+  size_t pos = line.find(';');
+  const std::string version = line.substr(kPrefix.size(), pos - kPrefix.size());
+  if (version.empty() || !std::all_of(version.begin(), version.end(), ::isdigit)) return false;
+  while (pos != std::string::npos) {
+    const size_t next = line.find(';', pos + 1);
+    const std::string field = line.substr(pos + 1, next == std::string::npos ? next : next - pos - 1);
+    const size_t eq = field.find('=');
+    if (eq == std::string::npos || eq == 0 || field.find('=', eq + 1) != std::string::npos) {
+      return false;
+    }
+    pos = next;
+  }
+  return true;
 }
 
 std::string random_hex64() {
@@ -146,14 +194,15 @@ Status make_dirs(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return Status::ok_status();
-    return unavailable("'" + dir + "' exists and is not a directory");
+    return invalid_argument("'" + dir + "' exists and is not a directory");
   }
   const size_t slash = dir.find_last_of('/');
   if (slash != std::string::npos && slash > 0) {
     STRATA_RETURN_IF_ERROR(make_dirs(dir.substr(0, slash)));
   }
   if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return Status::ok_status();
-  return unavailable("cannot create directory '" + dir + "': " + errno_text(errno));
+  const int err = errno;
+  return dir_error("cannot create directory '" + dir + "': " + errno_text(err), err);
 }
 
 Status write_file_atomically(const std::string& path, const std::string& bytes) {
@@ -174,18 +223,32 @@ Status write_file_atomically(const std::string& path, const std::string& bytes) 
 
 // format.txt names the namespace a directory holds: written once, compared
 // by every later process (catches an XXH3-128 collision or a hand-copied dir).
+// A well-formed line naming another format is a configuration error; anything
+// else (empty, cut short, garbage) is damage, repaired by rewriting the file.
+// That is safe: the directory's name is the hash of this format's namespace
+// string, and every chunk file's header (namespace id, key, checksums) is
+// verified on load, so a rewritten format.txt can never let foreign KV through.
 Status check_format_file(const std::string& ns_dir, const ChunkFormat& format) {
   const std::string path = ns_dir + "/" + kFormatFileName;
   const std::string want = format.namespace_string() + "\n";
   StatusOr<std::string> have = read_small_file(path);
   if (have.ok()) {
     if (*have == want) return Status::ok_status();
-    return invalid_argument("fs tier: '" + path + "' names format '" + *have + "'; expected '" +
-                            format.namespace_string() +
-                            "'. The directory holds another KV format; use another root_dir");
+    if (is_namespace_line(*have)) {
+      return invalid_argument("fs tier: '" + path + "' names format '" +
+                              have->substr(0, have->size() - 1) + "'; expected '" +
+                              format.namespace_string() +
+                              "'. The directory holds another KV format; use another root_dir");
+    }
+    STRATA_LOG(kWarning) << "fs tier: '" << path << "' is damaged (" << have->size()
+                         << " bytes, not a format line); rewriting it. Chunk files are still "
+                            "verified one by one on load";
+  } else if (have.status().code() != StatusCode::kNotFound) {
+    return have.status().with_prefix("fs tier");
   }
-  if (have.status().code() != StatusCode::kNotFound) return have.status().with_prefix("fs tier");
-  return write_file_atomically(path, want).with_prefix("fs tier");
+  Status written = write_file_atomically(path, want);
+  if (!written.ok()) return unavailable(written.with_prefix("fs tier").message());
+  return Status::ok_status();
 }
 
 // Creating (and removing) a file is the only reliable writability test: access()
@@ -194,8 +257,10 @@ Status check_writable(const std::string& root_dir, const std::string& ns_dir) {
   const std::string probe = temp_path_for(ns_dir + "/.write-probe");
   const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return unavailable("fs tier: root_dir '" + root_dir + "' is not writable: cannot create '" +
-                       probe + "': " + errno_text(errno));
+    const int err = errno;
+    return dir_error("fs tier: root_dir '" + root_dir + "' is not writable: cannot create '" +
+                         probe + "': " + errno_text(err),
+                     err);
   }
   ::close(fd);
   ::unlink(probe.c_str());

@@ -42,7 +42,8 @@ int64_t preadv_all(int fd, iovec* iov, int iovcnt);
 
 // mkdir that accepts an existing directory.
 Status make_dir(const std::string& dir);
-// mkdir -p; the error names the component that could not be created.
+// mkdir -p; the error names the component that could not be created
+// (kInvalidArgument for a wrong setting, as check_writable; else kUnavailable).
 Status make_dirs(const std::string& dir);
 
 // Writes `bytes` to `path` through a temporary file and rename().
@@ -50,12 +51,16 @@ Status write_file_atomically(const std::string& path, const std::string& bytes);
 
 // <ns_dir>/format.txt holds format.namespace_string(): written by the first
 // process, compared by every later one (catches an XXH3-128 collision or a
-// directory copied by hand). Error if it names another format.
+// directory copied by hand). kInvalidArgument if it is a well-formed line
+// naming another format. A damaged one (empty, cut short, garbage) is
+// rewritten atomically with a warning; kUnavailable if it cannot be read or
+// rewritten (I/O error), so the tier starts down and retries.
 Status check_format_file(const std::string& ns_dir, const ChunkFormat& format);
 
 // Creates and removes a file in `ns_dir`: the only reliable writability test
 // (access() says yes to root on a read-only mount). The error names
-// `root_dir` and the errno text.
+// `root_dir` and the errno text; kInvalidArgument for a setting that is wrong
+// (EACCES, EROFS, ...), kUnavailable for a failure that may pass (EIO, ENOSPC).
 Status check_writable(const std::string& root_dir, const std::string& ns_dir);
 
 struct ScannedFile {

@@ -100,6 +100,13 @@ class FsTier final : public SecondaryTier {
 
   void drain() override { jobs_.wait_idle(); }
 
+  std::vector<ChunkKey> take_removed() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ChunkKey> out;
+    out.swap(removed_);
+    return out;
+  }
+
   TierStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     TierStats out = stats_;
@@ -151,6 +158,7 @@ class FsTier final : public SecondaryTier {
     if (it == index_.end()) return;
     used_bytes_ -= it->second;
     index_.erase(it);
+    removed_.push_back(key);  // for BlockRemoved events (take_removed)
   }
 
   // ---- I/O threads ----
@@ -364,6 +372,7 @@ class FsTier final : public SecondaryTier {
   std::unordered_map<ChunkKey, int, kv::BlockHashHasher> load_pins_;  // loads in flight
   ProbedLookups lookups_;
   TierStats stats_;  // but load/store_seconds, which jobs_ keeps
+  std::vector<ChunkKey> removed_;  // left index_ since the last take_removed()
 
   // Last: destroyed (threads joined) before the state above.
   TierJobs jobs_;
@@ -411,7 +420,7 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_fs_tier(const FsTierConfig& config
   const std::string ns_dir = root_dir + "/" + format.namespace_id_hex();
   Status made = make_dirs(ns_dir);
   if (!made.ok()) {
-    return unavailable("fs tier: cannot use root_dir '" + root_dir + "': " + made.message());
+    return Status(made.code(), "fs tier: cannot use root_dir '" + root_dir + "': " + made.message());
   }
   STRATA_RETURN_IF_ERROR(check_writable(root_dir, ns_dir));
   STRATA_RETURN_IF_ERROR(check_format_file(ns_dir, format));

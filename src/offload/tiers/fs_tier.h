@@ -40,6 +40,10 @@
 // process, not globally. The startup scan also deletes chunk files of the
 // wrong size and temporary files older than an hour (left by a crash).
 //
+// Removals (take_removed, for KV events): every key that leaves the index,
+// i.e. a file this process knew of and no longer holds: evicted for
+// max_bytes, or deleted or found missing by a failed load.
+//
 // Stats: load/store_seconds add each job's wall time from its first I/O to
 // its last; hit_tokens counts tokens_per_chunk() per chunk loaded.
 //
@@ -71,8 +75,16 @@ struct FsTierConfig {
 };
 
 // Creates the namespace directory (and format.txt) and scans existing files.
-// Errors: root_dir empty, not creatable, or not writable (the message names
-// the directory and the errno text); a format.txt that names another format.
+// Errors (the message names the directory and the errno text):
+//   kInvalidArgument  configuration: root_dir empty, not a directory, not
+//                     creatable or not writable for lack of permission or on a
+//                     read-only mount; a format.txt that names another format.
+//   kUnavailable      a disk or mount failing now (EIO, ESTALE, ENOSPC, ...),
+//                     or a damaged format.txt that cannot be rewritten: the
+//                     connector starts the tier down and retries
+//                     (retrying_tier.h).
+// A damaged format.txt (empty, cut short, not a format line) is rewritten
+// with a warning; see check_format_file (fs_chunk_files.h) for why that is safe.
 StatusOr<std::unique_ptr<SecondaryTier>> make_fs_tier(const FsTierConfig& config,
                                                       const ChunkFormat& format,
                                                       const HostRegion& region);

@@ -413,9 +413,66 @@ TEST(FsTier, MakeFsTierRejectsForeignFormatFile) {
   HostMemory host(format, 1);
   const std::string ns_dir = dir.path() + "/" + format.namespace_id_hex();
   fs::create_directories(ns_dir);
-  write_bytes(ns_dir + "/format.txt", {'x', '\n'});
+  // A well-formed line naming another format: the directory really is not ours.
+  const std::string other = small_format("another-model").namespace_string() + "\n";
+  write_bytes(ns_dir + "/format.txt", std::vector<uint8_t>(other.begin(), other.end()));
   StatusOr<std::unique_ptr<SecondaryTier>> t = make_fs_tier(config_for(dir), format, host.region);
   ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("format.txt"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("another-model"), std::string::npos)
+      << t.status().message();
+}
+
+// A damaged format.txt (cut short, garbage, empty) is rewritten: the
+// directory's name is this format's namespace id and every chunk header is
+// still verified on load, so chunks stored before stay loadable.
+class FsTierDamagedFormatFile : public ::testing::TestWithParam<int> {};
+
+TEST_P(FsTierDamagedFormatFile, IsRewrittenAndChunksStillLoad) {
+  TempDir dir;
+  const ChunkFormat format = small_format();
+  HostMemory host(format, 2);
+  {
+    auto tier = make_tier(config_for(dir), format, host.region);
+    ASSERT_NE(tier, nullptr);
+    host.fill(0, 5);
+    ASSERT_TRUE(testing::store_one(*tier, key_of(1), 0));
+  }
+  const std::string path = dir.path() + "/" + format.namespace_id_hex() + "/format.txt";
+  const std::string want = format.namespace_string() + "\n";
+  std::vector<uint8_t> damaged;
+  switch (GetParam()) {
+    case 0: damaged.assign(want.begin(), want.begin() + want.size() / 2); break;  // cut short
+    case 1: damaged = {0x00, 0xff, 0x13, 'x', '\n'}; break;                        // garbage
+    case 2: break;                                                                 // empty
+    case 3: {  // a crash mid-write left the line without its end
+      const std::string no_newline = want.substr(0, want.size() - 1);
+      damaged.assign(no_newline.begin(), no_newline.end());
+      break;
+    }
+  }
+  write_bytes(path, damaged);
+  auto tier = make_tier(config_for(dir), format, host.region);
+  ASSERT_NE(tier, nullptr);
+  const std::vector<uint8_t> now = read_bytes(path);
+  EXPECT_EQ(std::string(now.begin(), now.end()), want);
+  EXPECT_EQ(settled_lookup(*tier, key_of(1)), LookupResult::kHit);
+  EXPECT_TRUE(load_one(*tier, key_of(1), 1));
+  EXPECT_TRUE(host.holds(1, 5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Damage, FsTierDamagedFormatFile, ::testing::Values(0, 1, 2, 3));
+
+TEST(FsTier, UnreadableFormatFileIsUnavailableNotAConfigurationError) {
+  TempDir dir;
+  const ChunkFormat format = small_format();
+  HostMemory host(format, 1);
+  const std::string ns_dir = dir.path() + "/" + format.namespace_id_hex();
+  fs::create_directories(ns_dir + "/format.txt");  // read() fails with EISDIR
+  StatusOr<std::unique_ptr<SecondaryTier>> t = make_fs_tier(config_for(dir), format, host.region);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kUnavailable) << t.status().to_string();
   EXPECT_NE(t.status().message().find("format.txt"), std::string::npos) << t.status().message();
 }
 

@@ -74,6 +74,13 @@ class ObjTier final : public SecondaryTier {
 
   void drain() override { jobs_.wait_idle(); }
 
+  std::vector<ChunkKey> take_removed() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ChunkKey> out;
+    out.swap(removed_);
+    return out;
+  }
+
   TierStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     TierStats out = stats_;
@@ -161,7 +168,7 @@ class ObjTier final : public SecondaryTier {
         state.bytes += payload_bytes_;
       } else {
         num_failures = ++stats_.load_failures;
-        known_.erase(key);
+        if (known_.erase(key) != 0) removed_.push_back(key);  // for BlockRemoved events
         lookups_.remember_miss(key);
       }
     }
@@ -218,6 +225,7 @@ class ObjTier final : public SecondaryTier {
 
   mutable std::mutex mu_;
   ChunkKeySet known_;  // objects known to exist
+  std::vector<ChunkKey> removed_;  // left known_ since the last take_removed()
   ProbedLookups lookups_;
   TierStats stats_;  // but load/store_seconds, which jobs_ keeps
 

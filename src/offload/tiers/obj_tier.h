@@ -14,7 +14,9 @@
 // namespace prefix proves the endpoint is reachable, the credentials are
 // accepted and the bucket exists; otherwise it fails at once with a message
 // that says which (unreachable, wrong secret, unknown access key, no such
-// bucket, access denied).
+// bucket, access denied). Unreachable and 5xx are kUnavailable (they may
+// pass: the connector starts the tier down and retries, retrying_tier.h);
+// the others are settings to fix.
 //
 // Store: PUT of header + payload (x-amz-content-sha256 = its SHA-256).
 // Skipped, reported ok, for keys known to be present or already being
@@ -35,6 +37,9 @@
 // probe_failures), expire after miss_ttl_ms so chunks stored meanwhile by
 // other instances are found; each probe's answer is delivered at least once.
 // A key whose store is in flight answers kRetry.
+//
+// Removals (take_removed, for KV events): keys forgotten after a failed
+// load (absent, corrupt: the object is gone or deleted).
 //
 // Capacity: unbounded here; size the bucket with the store's own lifecycle
 // rules. used_bytes / num_chunks count the objects this process knows of.

@@ -4,6 +4,7 @@
 // started and stopped by the tests (s3_test_server.h); without node or the
 // npm package the server tests skip and say why.
 #include "offload/tiers/obj_tier.h"
+#include "offload/tiers/retrying_tier.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -570,6 +571,49 @@ TEST_F(ObjTierFaultTest, ServerErrorsAreMissesAndFailedJobs) {
   EXPECT_EQ(settled_lookup(*tier, key_of(1)), LookupResult::kHit);
   EXPECT_TRUE(load_one(*tier, key_of(1), 3));
   EXPECT_TRUE(host.holds(3, 1));
+}
+
+// One 500 answering the startup probe is not an outage: the tier starts
+// down, is retried, and serves once the store answers again.
+TEST_F(ObjTierFaultTest, TransientErrorAtStartupStartsTheTierDownThenUp) {
+  HostMemory host(format_, 4);
+  const ObjTierConfig c = proxied_config();
+  set_mode("error500_once");
+  const StatusOr<std::unique_ptr<SecondaryTier>> direct = make_obj_tier(c, format_, host.region);
+  ASSERT_FALSE(direct.ok());  // the probe saw the 500
+  EXPECT_EQ(direct.status().code(), StatusCode::kUnavailable) << direct.status().to_string();
+
+  set_mode("error500_once");
+  StatusOr<std::unique_ptr<SecondaryTier>> t = start_tier_or_retry(
+      "obj", [&] { return make_obj_tier(c, format_, host.region); }, {20, 100});
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  SecondaryTier& tier = **t;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!tier.stats().is_up && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(tier.stats().is_up);
+  EXPECT_EQ(tier.stats().start_failures, 1);
+  host.fill(0, 4);
+  EXPECT_TRUE(store_one(tier, key_of(1), 0));
+  EXPECT_EQ(settled_lookup(tier, key_of(1)), LookupResult::kHit);
+  EXPECT_TRUE(load_one(tier, key_of(1), 1));
+  EXPECT_TRUE(host.holds(1, 4));
+}
+
+// Wrong credentials and a missing bucket are settings to fix: no retrying.
+TEST_F(ObjTierTest, ConfigurationErrorsStillFailFastWithRetries) {
+  HostMemory host(format_, 1);
+  ObjTierConfig wrong_secret = config();
+  wrong_secret.secret_key = "not-the-secret";
+  ObjTierConfig no_bucket = config();
+  no_bucket.bucket = "no-such-bucket";
+  for (const ObjTierConfig& c : {wrong_secret, no_bucket}) {
+    StatusOr<std::unique_ptr<SecondaryTier>> t = start_tier_or_retry(
+        "obj", [&] { return make_obj_tier(c, format_, host.region); }, {20, 100});
+    EXPECT_FALSE(t.ok());
+    EXPECT_FALSE(is_transient_start_error(t.status())) << t.status().to_string();
+  }
 }
 
 TEST_F(ObjTierFaultTest, TruncatedBodyFailsTheLoadAndForgetsTheKey) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -29,13 +30,16 @@ constexpr auto kRemoteRetry = std::chrono::milliseconds(10);
 // Settled verdicts stay this long past their expiry before they are dropped,
 // so that each probe's answer is delivered at least once.
 constexpr auto kSweepGrace = std::chrono::seconds(10);
+// Request ids remembered so a refused peer is counted once per request.
+constexpr size_t kMaxRefusedRequests = 4096;
 
 class P2pTierImpl final : public P2pTier {
  public:
   P2pTierImpl(const P2pTierConfig& config, std::string secret, std::vector<PeerAddress> peers,
-              const ChunkFormat& format, const HostRegion& region)
+              PeerAllowlist allowlist, const ChunkFormat& format, const HostRegion& region)
       : config_(config),
         peers_(std::move(peers)),
+        allowlist_(std::move(allowlist)),
         format_(format),
         region_(region),
         payload_bytes_(format.payload_bytes()),
@@ -74,6 +78,7 @@ class P2pTierImpl final : public P2pTier {
     if (store_.contains(key)) return count_answer(LookupResult::kHit);
     PeerAddress source;  // empty host: the configured peers
     if (!context.remote_host.empty() && context.remote_port > 0) {
+      if (!allowlist_.allows(context.remote_host, context.remote_port)) return refuse(context);
       source = {std::string(context.remote_host), static_cast<int>(context.remote_port)};
       if (is_self(source)) return count_answer(LookupResult::kMiss);
     } else if (peers_.empty()) {
@@ -181,6 +186,28 @@ class P2pTierImpl final : public P2pTier {
   bool is_self(const PeerAddress& peer) const {
     return peer.port == port() &&
            (peer.host == config_.host || peer.host == config_.advertised_host());
+  }
+
+  // A request named a peer the operator did not allow: no connection, a miss.
+  // Counted and logged once per request (its chunks are looked up one by one).
+  LookupResult refuse(const TierLookupContext& context) {
+    int64_t num_refused = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (refused_requests_.size() >= kMaxRefusedRequests) refused_requests_.clear();
+      if (refused_requests_.emplace(context.request_id).second) {
+        num_refused = ++stats_.remote_peers_refused;
+      }
+      count_answer_locked(LookupResult::kMiss);
+    }
+    if (num_refused > 0 && should_log_failure(num_refused)) {
+      STRATA_LOG(kWarning) << "p2p tier: request " << context.request_id
+                           << " names peer " << context.remote_host << ":" << context.remote_port
+                           << " in kv_transfer_params, which is neither in peers nor matched by "
+                              "allowed_remote_peers; not connecting (the request recomputes; "
+                           << num_refused << " refused so far)";
+    }
+    return LookupResult::kMiss;
   }
 
   LookupResult count_answer(LookupResult result) {
@@ -392,6 +419,7 @@ class P2pTierImpl final : public P2pTier {
 
   const P2pTierConfig config_;
   const std::vector<PeerAddress> peers_;
+  const PeerAllowlist allowlist_;  // peers a request may name
   const ChunkFormat format_;
   const HostRegion region_;
   const std::string name_ = "p2p";
@@ -408,6 +436,7 @@ class P2pTierImpl final : public P2pTier {
   ChunkKeySet storing_;
   TierStats stats_;                // but load/store_seconds, which jobs_ keeps
   int64_t num_failed_probes_ = 0;  // LOOKUPs that failed (stats_ counts their keys)
+  std::unordered_set<std::string> refused_requests_;  // counted in remote_peers_refused
 
   // Last: destroyed (threads joined) before the state above.
   TierJobs jobs_;
@@ -471,17 +500,22 @@ StatusOr<std::unique_ptr<P2pTier>> create_p2p_tier(const P2pTierConfig& config,
     if (!peer.ok()) return peer.status().with_prefix("p2p tier: peers[" + std::to_string(i) + "]");
     peers.push_back(*peer);
   }
+  StatusOr<PeerAllowlist> allowlist =
+      PeerAllowlist::create(config.allowed_remote_peers, config.peers);
+  if (!allowlist.ok()) return allowlist.status().with_prefix("p2p tier");
   P2pTierConfig effective = config;
   if (const char* delay = std::getenv("STRATA_P2P_TEST_SERVE_DELAY_MS")) {
     effective.debug_serve_delay = std::chrono::milliseconds(std::atoll(delay));
   }
-  auto tier = std::make_unique<P2pTierImpl>(effective, secret, peers, format, region);
+  auto tier = std::make_unique<P2pTierImpl>(effective, secret, peers, std::move(*allowlist),
+                                            format, region);
   STRATA_RETURN_IF_ERROR(tier->start_server(secret));
   std::string peer_list;
   for (const PeerAddress& p : peers) peer_list += (peer_list.empty() ? "" : ", ") + p.to_string();
   STRATA_LOG(kInfo) << "p2p tier: serving KV chunks on " << config.host << ":" << tier->port()
                     << " (advertised as " << config.advertised_host() << ":" << tier->port()
-                    << "), peers [" << peer_list << "], up to " << config.max_bytes
+                    << "), peers [" << peer_list << "], " << config.allowed_remote_peers.size()
+                    << " allowed_remote_peers entries, up to " << config.max_bytes
                     << " bytes of chunks in memory";
   if (effective.debug_serve_delay.count() > 0) {
     STRATA_LOG(kWarning) << "p2p tier: testing: every chunk served pauses "

@@ -16,8 +16,12 @@
 // Fetching (lookup_for, submit_load):
 //   * a chunk in the local store is a hit and loads from memory;
 //   * a request that names a peer (TierLookupContext remote_host/port, from
-//     kv_transfer_params) asks that peer only; otherwise the configured
-//     `peers` are asked in order, the first that holds the chunk wins;
+//     kv_transfer_params) asks that peer only, if the operator allows it:
+//     one of `peers` or matched by `allowed_remote_peers` (peer_allowlist.h).
+//     A peer not allowed is never contacted: the lookup is a miss (the
+//     request recomputes), counted in remote_peers_refused once per request
+//     and logged. Without a named peer the configured `peers` are asked in
+//     order, the first that holds the chunk wins;
 //   * verdicts are cached per key: unknown keys answer kRetry while an I/O
 //     thread asks (one LOOKUP per peer for all keys queued meanwhile);
 //     negative verdicts expire after miss_ttl_ms, positive ones after 30 s;
@@ -52,6 +56,7 @@
 #include "base/status.h"
 #include "offload/tiers/p2p_client.h"
 #include "offload/tiers/p2p_server.h"
+#include "offload/tiers/peer_allowlist.h"
 #include "offload/tiers/secondary_tier.h"
 
 namespace strata::offload {
@@ -61,6 +66,9 @@ struct P2pTierConfig {
   int64_t port = 5710;                   // 0 = any free port (tests; see P2pTier::port())
   std::string advertise_host;            // given to P/D decoders; "" = host
   std::vector<std::string> peers;        // "host:port", asked in order
+  // Peers a request may name besides `peers` (peer_allowlist.h syntax:
+  // "host:5710", "10.0.0.0/8:5700-5799", "[fd00::/8]:*"). Empty: only `peers`.
+  std::vector<std::string> allowed_remote_peers;
   std::string secret;                    // "" = $STRATA_P2P_SECRET
   int64_t max_bytes = int64_t{1} << 30;  // memory for served chunks
   int64_t num_threads = 4;
@@ -91,7 +99,8 @@ class P2pTier : public SecondaryTier {
 };
 
 // Starts the server and the I/O threads. Errors (each names the setting):
-// no secret or a short one, a bad peer address, a port in use, bad sizes.
+// no secret or a short one, a bad peer address or allowed_remote_peers entry,
+// a port in use, bad sizes.
 StatusOr<std::unique_ptr<SecondaryTier>> make_p2p_tier(const P2pTierConfig& config,
                                                        const ChunkFormat& format,
                                                        const HostRegion& region);

@@ -1,7 +1,11 @@
 #include "offload/tiers/p2p_tier.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -177,7 +181,10 @@ TEST(P2pTier, ANamedPeerIsWaitedForWhileItMayStillBeStoring) {
   HostMemory mem_a(small_format(), 2);
   HostMemory mem_b(small_format(), 2);
   auto a = make_tier(tier_config(), mem_a);
-  auto b = make_tier(tier_config(), mem_b);  // no configured peers: only the named one
+  ASSERT_NE(a, nullptr);
+  P2pTierConfig config = tier_config();  // no configured peers: only the named, allowed one
+  config.allowed_remote_peers = {address_of(*a)};
+  auto b = make_tier(config, mem_b);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(b->lookup(key_of(3)), LookupResult::kMiss);  // nobody named, nobody configured
   // P/D: the decoder asks before the prefiller has stored the chunk.
@@ -193,8 +200,10 @@ TEST(P2pTier, ANamedPeerThatNeverGetsTheKeyIsAMissAfterRemoteWait) {
   HostMemory mem_a(small_format(), 2);
   HostMemory mem_b(small_format(), 2);
   auto a = make_tier(tier_config(), mem_a);
+  ASSERT_NE(a, nullptr);
   P2pTierConfig config = tier_config();
   config.remote_wait_ms = 100;
+  config.allowed_remote_peers = {"127.0.0.0/8:" + std::to_string(a->port())};
   auto b = make_tier(config, mem_b);
   ASSERT_TRUE(a && b);
   const auto start = Clock::now();
@@ -203,6 +212,89 @@ TEST(P2pTier, ANamedPeerThatNeverGetsTheKeyIsAMissAfterRemoteWait) {
   EXPECT_GE(waited, milliseconds(100));
   EXPECT_LT(waited, milliseconds(2000));
   EXPECT_GT(a->p2p_stats().server.keys_looked_up, 1);  // asked again while waiting
+}
+
+// A TCP listener on 127.0.0.1 that counts the connections it is offered.
+class CountingListener {
+ public:
+  CountingListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~CountingListener() { ::close(fd_); }
+  int port() const { return port_; }
+  // Accepts (and closes) every connection that arrives within `timeout`.
+  int count_connections(milliseconds timeout) {
+    int n = 0;
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return n;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return n;
+      const int conn = ::accept(fd_, nullptr, nullptr);
+      if (conn >= 0) {
+        ++n;
+        ::close(conn);
+      }
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// kv_transfer_params name peers; the server connects only to allowed ones.
+TEST(P2pTier, RequestNamedPeersOutsideTheAllowlistAreNeverContacted) {
+  CountingListener target;   // what a client would like the server to probe
+  CountingListener allowed;  // the control: an allowed peer does get a connection
+  HostMemory mem(small_format(), 2);
+  P2pTierConfig config = tier_config({"127.0.0.1:" + std::to_string(allowed.port() == 1 ? 2 : 1)});
+  config.allowed_remote_peers = {"127.0.0.1:" + std::to_string(allowed.port()), "10.0.0.0/8:*",
+                                 "[fd00::/8]:*", "peer.internal:*"};
+  auto tier = make_tier(config, mem);
+  ASSERT_NE(tier, nullptr);
+
+  const std::string port = std::to_string(target.port());
+  const std::pair<const char*, const char*> refused[] = {
+      {"req-a", "127.0.0.1"}, {"req-b", "localhost"}, {"req-c", "::ffff:127.0.0.1"},
+      {"req-d", "127.1"},     {"req-e", "[::1]"},      {"req-f", "2130706433"}};
+  for (const auto& [request_id, host] : refused) {
+    const TierLookupContext context{request_id, host, target.port()};
+    for (uint64_t k = 0; k < 4; ++k) {  // a request looks up its chunks one by one
+      EXPECT_EQ(tier->lookup_for(key_of(k), context), LookupResult::kMiss) << host;
+    }
+  }
+  tier->drain();
+  EXPECT_EQ(target.count_connections(milliseconds(500)), 0);
+  const TierStats s = tier->stats();
+  EXPECT_EQ(s.remote_peers_refused, 6);  // once per request, not per chunk
+  EXPECT_EQ(s.chunk_lookups, 24);
+  EXPECT_EQ(tier->p2p_stats().client.connections_opened, 0);
+
+  // The control: the same path with an allowed peer opens a connection.
+  const TierLookupContext ok{"req-ok", "127.0.0.1", allowed.port()};
+  EXPECT_EQ(tier->lookup_for(key_of(9), ok), LookupResult::kRetry);
+  EXPECT_GE(allowed.count_connections(milliseconds(2000)), 1);
+  EXPECT_EQ(tier->stats().remote_peers_refused, 6);
+}
+
+TEST(P2pTierConfig, AllowedRemotePeersAreChecked) {
+  HostMemory mem(small_format(), 1);
+  P2pTierConfig config = tier_config();
+  config.allowed_remote_peers = {"10.0.0.0/8:5710", "10.0.0.1"};
+  StatusOr<std::unique_ptr<P2pTier>> t = create_p2p_tier(config, small_format(), mem.region);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("allowed_remote_peers[1]"), std::string::npos)
+      << t.status().message();
 }
 
 TEST(P2pTier, WrongSecretMeansNoTransferOnlyMissesAndCounters) {

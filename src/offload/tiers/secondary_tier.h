@@ -102,6 +102,11 @@ class SecondaryTier {
   // results still come from poll_finished().
   virtual void drain() = 0;
 
+  // Keys the tier held (stored, loaded or found) and no longer holds since the
+  // last call: evicted, or deleted as damaged. For KV events (BlockRemoved);
+  // tiers that do not track removals need not override it.
+  virtual std::vector<ChunkKey> take_removed() { return {}; }
+
   // Counters snapshot; callable from any thread.
   virtual TierStats stats() const = 0;
 };

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "offload/tiers/latency_histogram.h"
+
 namespace strata::offload {
 
 struct TierStats {
@@ -24,6 +26,14 @@ struct TierStats {
   int64_t used_bytes = 0;        // occupancy now
   int64_t capacity_bytes = 0;    // 0 = unbounded
   int64_t num_chunks = 0;        // resident chunks now
+  bool is_up = true;             // false while a tier that could not start retries (retrying_tier.h)
+  int64_t start_failures = 0;    // failed starts of the tier (the first included)
+  int64_t remote_peers_refused = 0;  // requests that named a peer not allowed (p2p; never contacted)
+  // Filled by the connector (OffloadingConnector::stats), not by the tiers:
+  LatencyHistogram lookup_sync_seconds;   // lookup calls that answered hit or miss
+  LatencyHistogram lookup_async_seconds;  // first "retry" to the hit-or-miss answer
+  LatencyHistogram read_seconds;          // per job: out of the tier (cpu: host -> pool)
+  LatencyHistogram write_seconds;         // per job: into the tier (cpu: pool -> host)
 };
 
 }  // namespace strata::offload

@@ -9,6 +9,7 @@
 #include "offload/tiers/fs_tier.h"
 #include "offload/tiers/obj_tier.h"
 #include "offload/tiers/p2p_tier.h"
+#include "offload/tiers/retrying_tier.h"
 
 namespace strata::offload {
 
@@ -21,6 +22,11 @@ struct SecondaryTierConfig {
   // the tier's whole config entry, handed to the plugin as JSON.
   std::string module_path;
   std::string config_json;
+  // vLLM's per-tier "locality" ("LOCAL" | "REMOTE" | "" = unset): carried on
+  // the tier's KV events.
+  std::string locality;
+  // fs and obj: how a tier that could not start is retried (retrying_tier.h).
+  TierRetryConfig retry;
 };
 
 struct OffloadConfig {

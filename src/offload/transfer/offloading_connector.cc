@@ -17,8 +17,19 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& co
   if (!config.module_path.empty()) {
     return make_plugin_tier(config.type, config.module_path, config.config_json, format, region);
   }
-  if (config.type == "fs") return make_fs_tier(config.fs, format, region);
-  if (config.type == "obj") return make_obj_tier(config.obj, format, region);
+  // A filesystem or object store that fails now (I/O error, damaged
+  // namespace, 5xx, unreachable) must not stop the server: such a tier
+  // starts down and is retried. Wrong settings still fail here.
+  if (config.type == "fs") {
+    return start_tier_or_retry(
+        "fs", [fs = config.fs, format, region] { return make_fs_tier(fs, format, region); },
+        config.retry);
+  }
+  if (config.type == "obj") {
+    return start_tier_or_retry(
+        "obj", [obj = config.obj, format, region] { return make_obj_tier(obj, format, region); },
+        config.retry);
+  }
   if (config.type == "p2p") return make_p2p_tier(config.p2p, format, region);
   return invalid_argument("secondary tier type '" + config.type +
                           "' is not known (known: fs, obj, p2p, or a plugin with module_path)");
@@ -51,6 +62,7 @@ StatusOr<std::unique_ptr<OffloadingConnector>> OffloadingConnector::create(
                                        tier_config.type + ")");
     }
     c->add_secondary_tier(std::move(tier).value());
+    c->tier_locality_.back() = tier_config.locality;
   }
   return c;
 }
@@ -77,6 +89,32 @@ void OffloadingConnector::add_secondary_tier(std::unique_ptr<SecondaryTier> tier
   tiers_.push_back(std::move(tier));
   tier_jobs_.emplace_back();
   tier_hit_tokens_.push_back(0);
+  tier_locality_.emplace_back();
+  latency_.emplace_back();
+  retrying_since_.emplace_back();
+}
+
+LookupResult OffloadingConnector::timed_lookup(size_t tier_idx, const ChunkKey& key,
+                                               const TierLookupContext& context) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const LookupResult result = tiers_[tier_idx]->lookup_for(key, context);
+  const Clock::time_point end = Clock::now();
+  auto& since = retrying_since_[tier_idx];
+  TierLatency& latency = latency_[tier_idx + 1];
+  if (result == LookupResult::kRetry) {
+    // Keys whose request gave up never resolve here; keep the map bounded.
+    if (since.size() >= 65536) since.clear();
+    since.emplace(key, start);
+    return result;
+  }
+  latency.lookup_sync.observe(std::chrono::duration<double>(end - start).count());
+  auto it = since.find(key);
+  if (it != since.end()) {
+    latency.lookup_async.observe(std::chrono::duration<double>(end - it->second).count());
+    since.erase(it);
+  }
+  return result;
 }
 
 ChunkKey OffloadingConnector::chunk_key(const scheduler::Request& r, int64_t chunk_idx) const {
@@ -107,7 +145,7 @@ OffloadingConnector::ChunkLookup OffloadingConnector::lookup_chunk(
   }
   bool any_retry = false;
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    switch (tiers_[i]->lookup_for(key, context)) {
+    switch (timed_lookup(i, key, context)) {
       case LookupResult::kHit:
         // With no host slot to promote into, the chunk is unavailable now.
         return promote(i, key, protect) ? ChunkLookup::kRetry : ChunkLookup::kMiss;
@@ -282,6 +320,7 @@ void OffloadingConnector::on_transfer_done(const TransferResult& result,
     }
     host_stats.load_bytes += result.bytes;
     host_stats.load_seconds += result.seconds;
+    latency_[0].read.observe(result.seconds);
     loads.push_back({job.request_id, job.num_tokens});
     loads_.erase(it);
     return;
@@ -293,6 +332,7 @@ void OffloadingConnector::on_transfer_done(const TransferResult& result,
   add_event(false, "CPU", it->second.keys);
   host_stats.store_bytes += result.bytes;
   host_stats.store_seconds += result.seconds;
+  latency_[0].write.observe(result.seconds);
   if (!tiers_.empty()) cascade(it->second.keys);
   stores_.erase(it);
 }
@@ -302,6 +342,10 @@ void OffloadingConnector::on_tier_job_done(size_t tier_idx, const TierJobResult&
   STRATA_CHECK(it != tier_jobs_[tier_idx].end()) << "unknown job " << result.job_id;
   const TierJobInfo& info = it->second;
   STRATA_CHECK(result.ok.size() == info.keys.size());
+  if (std::find(result.ok.begin(), result.ok.end(), true) != result.ok.end()) {
+    TierLatency& latency = latency_[tier_idx + 1];
+    (info.is_promotion ? latency.read : latency.write).observe(result.seconds);
+  }
   std::vector<ChunkKey> ok_keys;
   for (size_t k = 0; k < info.keys.size(); ++k) {
     if (result.ok[k]) ok_keys.push_back(info.keys[k]);
@@ -309,7 +353,7 @@ void OffloadingConnector::on_tier_job_done(size_t tier_idx, const TierJobResult&
   if (info.is_promotion) {
     add_event(false, "CPU", ok_keys);
   } else if (tiers_[tier_idx]->name() != "p2p") {
-    add_event(false, "STORAGE", ok_keys);
+    add_event(false, "STORAGE", ok_keys, tier_locality_[tier_idx]);
   }
   for (size_t k = 0; k < info.keys.size(); ++k) {
     const ChunkKey& key = info.keys[k];
@@ -332,6 +376,10 @@ std::vector<FinishedLoad> OffloadingConnector::poll() {
   std::vector<FinishedLoad> loads;
   for (size_t i = 0; i < tiers_.size(); ++i) {
     for (const TierJobResult& result : tiers_[i]->poll_finished()) on_tier_job_done(i, result);
+    // The peer tier holds other instances' KV and announces nothing (vLLM
+    // has no event for it); the others say what they dropped.
+    std::vector<ChunkKey> removed = tiers_[i]->take_removed();
+    if (tiers_[i]->name() != "p2p") add_event(true, "STORAGE", std::move(removed), tier_locality_[i]);
   }
   for (const TransferResult& result : worker_.poll_finished()) on_transfer_done(result, loads);
   return loads;
@@ -376,9 +424,9 @@ void OffloadingConnector::note_evictions() {
 }
 
 void OffloadingConnector::add_event(bool removed, const std::string& medium,
-                                    std::vector<ChunkKey> keys) {
+                                    std::vector<ChunkKey> keys, const std::string& locality) {
   if (!events_enabled_ || keys.empty()) return;
-  events_.push_back({removed, medium, std::move(keys)});
+  events_.push_back({removed, medium, std::move(keys), locality});
 }
 
 std::vector<OffloadEvent> OffloadingConnector::take_events() {
@@ -394,6 +442,13 @@ ConnectorStats OffloadingConnector::stats() const {
     TierStats t = tiers_[i]->stats();
     t.hit_tokens = tier_hit_tokens_[i];
     s.tiers.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < s.tiers.size(); ++i) {
+    const TierLatency& latency = latency_[i];
+    s.tiers[i].lookup_sync_seconds = latency.lookup_sync;
+    s.tiers[i].lookup_async_seconds = latency.lookup_async;
+    s.tiers[i].read_seconds = latency.read;
+    s.tiers[i].write_seconds = latency.write;
   }
   return s;
 }

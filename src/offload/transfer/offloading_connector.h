@@ -47,10 +47,13 @@ struct FinishedLoad {
 // tier, "STORAGE" for filesystem, object-store and plugin tiers; the peer
 // tier holds other instances' KV and announces nothing). Keys are chunk
 // keys: with blocks_per_chunk 1 (the default) each is a block hash.
+// Secondary tiers also announce removals (evicted or deleted chunks, from
+// SecondaryTier::take_removed), and carry their config's vLLM `locality`.
 struct OffloadEvent {
   bool removed = false;
   std::string medium;
   std::vector<ChunkKey> keys;
+  std::string locality;  // "LOCAL" | "REMOTE" | "" (unset; always so for "CPU")
 };
 
 struct ConnectorStats {
@@ -156,7 +159,19 @@ class OffloadingConnector : public scheduler::KvConnector {
   ConnectorStats counters_;
   bool events_enabled_ = false;
   std::vector<OffloadEvent> events_;
-  void add_event(bool removed, const std::string& medium, std::vector<ChunkKey> keys);
+  void add_event(bool removed, const std::string& medium, std::vector<ChunkKey> keys,
+                 const std::string& locality = "");
+  std::vector<std::string> tier_locality_;  // per secondary tier, from its config
+  // Latency histograms: [0] the host tier, [i + 1] secondary tier i.
+  struct TierLatency {
+    LatencyHistogram lookup_sync, lookup_async, read, write;
+  };
+  std::vector<TierLatency> latency_{1};
+  // Per secondary tier: keys whose lookup answered "retry", since when.
+  std::vector<std::unordered_map<ChunkKey, std::chrono::steady_clock::time_point,
+                                 kv::BlockHashHasher>> retrying_since_;
+  LookupResult timed_lookup(size_t tier_idx, const ChunkKey& key,
+                            const TierLookupContext& context);
   void note_evictions();
 };
 
