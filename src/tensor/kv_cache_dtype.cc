@@ -8,26 +8,33 @@
 namespace strata::tensor {
 namespace {
 
-// An 8-bit float with 1 sign bit, kMantBits mantissa bits and exponent bias kBias.
+// An 8-bit float with 1 sign bit, mant_bits mantissa bits and exponent bias `bias`.
 struct Fp8Params {
   int mant_bits;
   int bias;
-  uint32_t max_code;  // largest finite magnitude code
+  uint32_t max_code;       // largest finite magnitude code
+  float min_normal;        // 2^(1 - bias)
+  float subnormal_scale;   // 2^(bias - 1 + mant_bits): subnormal value -> its code
 };
 
-Fp8Params fp8_params(KvCacheDtype dtype) {
-  if (dtype == KvCacheDtype::kFp8E4M3) return {3, 7, 0x7e};
+constexpr Fp8Params kE4M3{3, 7, 0x7e, 0x1p-6f, 0x1p9f};
+constexpr Fp8Params kE5M2{2, 15, 0x7b, 0x1p-14f, 0x1p16f};
+
+const Fp8Params& fp8_params(KvCacheDtype dtype) {
+  if (dtype == KvCacheDtype::kFp8E4M3) return kE4M3;
   STRATA_CHECK(dtype == KvCacheDtype::kFp8E5M2) << "not an fp8 type";
-  return {2, 15, 0x7b};
+  return kE5M2;
 }
 
-// |x| -> magnitude code, round to nearest even, saturating.
-uint32_t encode_magnitude(float a, const Fp8Params& p) {
-  const float min_normal = std::ldexp(1.0f, 1 - p.bias);
-  if (!(a >= min_normal)) {
-    // Subnormal range: multiples of 2^(1 - bias - mant_bits); 2^mant_bits
-    // (reached by rounding up) is the smallest normal's code.
-    return static_cast<uint32_t>(std::nearbyint(std::ldexp(a, p.bias - 1 + p.mant_bits)));
+// |x| -> magnitude code, round to nearest even, saturating. Branch-light and
+// without library calls: it runs for every K/V value the engine stores.
+inline uint32_t encode_magnitude(float a, const Fp8Params& p) {
+  if (!(a >= p.min_normal)) {
+    // Subnormal range: multiples of 2^(1 - bias - mant_bits). Adding 2^23
+    // rounds a value in [0, 2^mant_bits] to the nearest even integer (the
+    // default rounding mode); 2^mant_bits is the smallest normal's code.
+    const float m = (a * p.subnormal_scale + 8388608.0f) - 8388608.0f;
+    return static_cast<uint32_t>(m);
   }
   uint32_t bits;
   std::memcpy(&bits, &a, 4);
@@ -36,6 +43,17 @@ uint32_t encode_magnitude(float a, const Fp8Params& p) {
   const uint32_t exponent = (rounded >> 23) - 127 + static_cast<uint32_t>(p.bias);
   const uint32_t code = exponent << p.mant_bits | ((rounded >> drop) & ((1u << p.mant_bits) - 1));
   return code > p.max_code ? p.max_code : code;
+}
+
+inline uint8_t encode_fp8(float x, const Fp8Params& p) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return 0;  // NaN
+  const uint32_t sign = (bits >> 24) & 0x80u;
+  bits &= 0x7fffffffu;
+  float a;
+  std::memcpy(&a, &bits, 4);
+  return static_cast<uint8_t>(sign | encode_magnitude(a, p));
 }
 
 }  // namespace
@@ -92,12 +110,7 @@ float fp8_max_finite(KvCacheDtype dtype) {
   return dtype == KvCacheDtype::kFp8E4M3 ? 448.0f : 57344.0f;
 }
 
-uint8_t f32_to_fp8(float x, KvCacheDtype dtype) {
-  if (std::isnan(x)) return 0;
-  const Fp8Params p = fp8_params(dtype);
-  const uint32_t sign = std::signbit(x) ? 0x80u : 0u;
-  return static_cast<uint8_t>(sign | encode_magnitude(std::fabs(x), p));
-}
+uint8_t f32_to_fp8(float x, KvCacheDtype dtype) { return encode_fp8(x, fp8_params(dtype)); }
 
 float fp8_to_f32(uint8_t bits, KvCacheDtype dtype) {
   if (dtype == KvCacheDtype::kFp8E5M2) return f16_to_f32(static_cast<uint16_t>(bits) << 8);
@@ -131,17 +144,21 @@ void encode_kv_row(const float* x, const KvRowLayout& layout, float fixed_scale,
       break;
   }
   const float max_finite = fp8_max_finite(layout.dtype);
+  const Fp8Params& p = fp8_params(layout.dtype);
   for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
     const float* xh = x + h * layout.head_dim;
     float scale = fixed_scale;
     if (!(scale > 0.0f)) {
       float amax = 0.0f;
-      for (int64_t d = 0; d < layout.head_dim; ++d) amax = std::fmax(amax, std::fabs(xh[d]));
+      for (int64_t d = 0; d < layout.head_dim; ++d) {
+        const float a = std::fabs(xh[d]);
+        amax = a > amax ? a : amax;  // NaN ignored (it encodes as 0)
+      }
       scale = amax > 0.0f && std::isfinite(amax) ? amax / max_finite : 1.0f;
     }
     const float inv = 1.0f / scale;
     uint8_t* values = out + layout.head_offset(h);
-    for (int64_t d = 0; d < layout.head_dim; ++d) values[d] = f32_to_fp8(xh[d] * inv, layout.dtype);
+    for (int64_t d = 0; d < layout.head_dim; ++d) values[d] = encode_fp8(xh[d] * inv, p);
     std::memcpy(out + layout.scale_offset(h), &scale, 4);
   }
 }
