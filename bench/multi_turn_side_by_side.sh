@@ -14,8 +14,11 @@
 #   bench/multi_turn_side_by_side.sh [--conversations "16 32"] [--threads N]
 #       [--host-mib 384] [--pool-mib 160] [--work DIR] [--strata BIN] [--gguf FILE]
 #       [--llama-server BIN] [--engines "strata llama.cpp"] [--strata-base BIN]
+#       [--strata-kv-dtypes "float32 fp8"]
 # --strata-base adds engine "strata-base", another strata binary (say, the
 # commit before a change), run with the same flags in the same sitting.
+# --strata-kv-dtypes "float32 fp8" adds engines "strata-kv-float32", ...: the
+# same binary with that --kv-cache-dtype (plain "strata" runs the default, auto).
 #
 # Without --gguf the model is bench-small (tools/reference/make_checkpoint.py
 # --shape bench-small, bf16) converted with llama.cpp's convert_hf_to_gguf.py.
@@ -47,6 +50,9 @@ while [[ $# -gt 0 ]]; do
     --llama-server) LLAMA_SERVER="$2"; shift 2 ;;
     --engines) ENGINES="$2"; shift 2 ;;
     --strata-base) STRATA_BASE="$2"; ENGINES="strata-base $ENGINES"; shift 2 ;;
+    --strata-kv-dtypes)
+      for d in $2; do ENGINES="strata-kv-$d $ENGINES"; done
+      shift 2 ;;
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -84,6 +90,8 @@ start_server() {  # start_server ENGINE PORT LOG
   if [[ "$engine" == strata* ]]; then
     local bin="$STRATA"
     [[ "$engine" == strata-base ]] && bin="$STRATA_BASE"
+    local dtype_flags=()
+    [[ "$engine" == strata-kv-* ]] && dtype_flags=(--kv-cache-dtype "${engine#strata-kv-}")
     FS_DIR="$(mktemp -d "$WORK/fs-tier-XXXXXX")"
     local kv
     kv="{\"kv_connector\":\"OffloadingConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":"
@@ -92,7 +100,7 @@ start_server() {  # start_server ENGINE PORT LOG
     kv+="\"n_read_threads\":2,\"n_write_threads\":2}]}}"
     "$bin" serve "$GGUF" --host 127.0.0.1 --port "$port" --threads "$THREADS" \
       --max-model-len 4096 --kv-cache-memory "${POOL_MIB}MiB" --max-num-seqs 4 \
-      --kv-transfer-config "$kv" --disable-log-stats >"$log" 2>&1 &
+      --kv-transfer-config "$kv" --disable-log-stats "${dtype_flags[@]}" >"$log" 2>&1 &
   else
     "$LLAMA_SERVER" -m "$GGUF" --host 127.0.0.1 --port "$port" -fa on --parallel 4 \
       -c $((4 * CTX_PER_SLOT)) --cache-ram "$HOST_MIB" --threads "$THREADS" \

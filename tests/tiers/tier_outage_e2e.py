@@ -112,11 +112,20 @@ def check_fs(check, tmp):
         wait_for(lambda: tier_metric(server, "vllm:kv_offload_tiering_write_bytes_total", "fs")
                  > before, "fs stores after recovery", timeout=20)
         check(True, "the recovered fs tier stores chunks")
+        series_filled = ('strata:kv_tier_write_seconds_count{tier="fs"}',
+                         'strata:kv_tier_write_seconds_count{tier="cpu"}',
+                         'vllm:kv_offload_tiering_lookup_sync_delay_seconds_count{tier="fs"}',
+                         'vllm:kv_offload_tiering_lookup_async_delay_seconds_count{tier="fs"}')
+
+        def histograms_filled():
+            # A finished write job is recorded when the engine thread collects it, and
+            # /metrics shows what the last engine step published: step once more.
+            complete(server, "a short prompt")
+            m = server.metrics()
+            return all(m.get(series, 0) > 0 for series in series_filled)
+        wait_for(histograms_filled, "latency histograms", timeout=20)
         m = server.metrics()
-        for series in ('strata:kv_tier_write_seconds_count{tier="fs"}',
-                       'strata:kv_tier_write_seconds_count{tier="cpu"}',
-                       'vllm:kv_offload_tiering_lookup_sync_delay_seconds_count{tier="fs"}',
-                       'vllm:kv_offload_tiering_lookup_async_delay_seconds_count{tier="fs"}'):
+        for series in series_filled:
             check(m.get(series, 0) > 0, f"latency histogram {series} = {m.get(series)}")
         check(m.get('strata:kv_tier_write_seconds_bucket{tier="fs",le="+Inf"}') ==
               m.get('strata:kv_tier_write_seconds_count{tier="fs"}'), "buckets add up")
