@@ -87,7 +87,9 @@ namespace cpu {
 namespace {
 
 constexpr int64_t kMatmulGrain = 16;   // weight rows per parallel_for chunk (decode)
-constexpr int64_t kPrefillGrain = 64;  // (prefill: wider slices for the GEMM)
+// Prefill: slices of whole oneDNN panels (kPrefillTileRows weight rows), so
+// that each call's shape, and so its rounding, does not depend on the thread count.
+constexpr int64_t kPrefillGrain = kPrefillTileRows;
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 

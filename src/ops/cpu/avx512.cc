@@ -508,17 +508,23 @@ void add_bias(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
+// oneDNN runs one call per kPrefillTileRows weight rows, at fixed column
+// offsets (the callers' ranges start at multiples of it): every call has the
+// same shape whatever the thread count, so neither are the results' bits.
 void matmul_prefill_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
-  int64_t rows = n_end - n_begin;
   bool done = false;
-  if (a.w_dtype == DType::kF32) {
-    done =
-        onednn_gemm(GemmType::kF32, a.x, a.k, a.m, static_cast<const float*>(a.w) + n_begin * a.k,
-                    a.k, rows, a.k, a.y + n_begin, a.n);
-  } else if (a.w_dtype == DType::kBF16) {
-    done = onednn_gemm(GemmType::kBF16, a.x_bf16, a.k_pad, a.m,
-                       static_cast<const uint16_t*>(a.w) + n_begin * a.k, a.k, rows, a.k,
-                       a.y + n_begin, a.n);
+  if (a.w_dtype == DType::kF32 || a.w_dtype == DType::kBF16) {
+    done = true;
+    for (int64_t j = n_begin; j < n_end && done; j += kPrefillTileRows) {
+      const int64_t rows = min64(kPrefillTileRows, n_end - j);
+      done = a.w_dtype == DType::kF32
+                 ? onednn_gemm(GemmType::kF32, a.x, a.k, a.m,
+                               static_cast<const float*>(a.w) + j * a.k, a.k, rows, a.k, a.y + j,
+                               a.n)
+                 : onednn_gemm(GemmType::kBF16, a.x_bf16, a.k_pad, a.m,
+                               static_cast<const uint16_t*>(a.w) + j * a.k, a.k, rows, a.k,
+                               a.y + j, a.n);
+    }
   } else if (a.w_dtype == DType::kQ8_0) {
     done = prefill_q8(a, n_begin, n_end, scratch);
   }
