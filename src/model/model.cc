@@ -85,6 +85,10 @@ Status Model::prepare_weights(const LoadProgress& progress) {
     if (progress) progress(i + 1, c.num_hidden_layers);
   }
   rope_inv_freq_ = c.rope_inv_freq();
+  kv_scales_ = !layers_.empty() &&
+               std::all_of(layers_.begin(), layers_.end(), [](const LayerWeights& l) {
+                 return l.k_scale > 0.0f && l.v_scale > 0.0f;
+               });
   return Status();
 }
 
@@ -145,12 +149,6 @@ int64_t Model::num_parameters() const {
     n += files_.weights.find(name)->view.num_elements();
   }
   return n;
-}
-
-bool Model::has_kv_scales() const {
-  return !layers_.empty() && std::all_of(layers_.begin(), layers_.end(), [](const LayerWeights& l) {
-    return l.k_scale > 0.0f && l.v_scale > 0.0f;
-  });
 }
 
 tensor::KvRowLayout Model::kv_row_layout(tensor::KvCacheDtype dtype) const {
@@ -230,11 +228,11 @@ void Model::attention_block(const LayerWeights& layer, int64_t layer_idx, float*
             rope_inv_freq_.data(), c.rope_style);
 
   // Every new K/V row of the step is in the cache before any attention reads.
-  // Checkpoint scales apply only when every layer has them (has_kv_scales()).
-  const bool fixed_scales = kv.layout().dtype != tensor::KvCacheDtype::kF32 && has_kv_scales();
+  // Checkpoint scales apply only when every layer has them (the plain
+  // dtypes ignore them).
   attention::reshape_and_cache(k.data(), v.data(), batch.attn, kv.layout(),
-                               fixed_scales ? layer.k_scale : 0.0f,
-                               fixed_scales ? layer.v_scale : 0.0f, kv.k(layer_idx),
+                               kv_scales_ ? layer.k_scale : 0.0f,
+                               kv_scales_ ? layer.v_scale : 0.0f, kv.k(layer_idx),
                                kv.v(layer_idx));
   attention::PagedAttentionParams params{
       c.num_attention_heads,

@@ -77,7 +77,7 @@ class Model {
   // --kv-cache-dtype auto follows.
   tensor::DType weight_dtype() const { return embed_tokens_.dtype; }
   // True when the checkpoint carries fp8 KV scales for every layer.
-  bool has_kv_scales() const;
+  bool has_kv_scales() const { return kv_scales_; }
 
   // One token's K (or V) row for this model in `dtype`.
   tensor::KvRowLayout kv_row_layout(tensor::KvCacheDtype dtype) const;
@@ -108,6 +108,7 @@ class Model {
   std::vector<float> final_norm_;    // [hidden]
   ops::MatmulWeight lm_head_;        // [vocab, hidden] (the embedding when tied)
   std::vector<float> rope_inv_freq_;  // [head_dim / 2]
+  bool kv_scales_ = false;            // every layer has k_scale and v_scale
 };
 
 }  // namespace strata::model

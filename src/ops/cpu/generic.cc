@@ -145,24 +145,19 @@ struct VLanes {
   static void store(float* p, const VLanes& a) {
     for (int i = 0; i < 16; ++i) p[i] = a.v[i];
   }
-  static VLanes load_bf16(const uint8_t* p) {
+  // 16 two-byte values at p, each widened by `widen`.
+  template <class F>
+  static VLanes load_16bit(const uint8_t* p, F widen) {
     VLanes r;
     for (int i = 0; i < 16; ++i) {
       uint16_t h;
       std::memcpy(&h, p + 2 * i, 2);
-      r.v[i] = tensor::bf16_to_f32(h);
+      r.v[i] = widen(h);
     }
     return r;
   }
-  static VLanes load_f16(const uint8_t* p) {
-    VLanes r;
-    for (int i = 0; i < 16; ++i) {
-      uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      r.v[i] = tensor::f16_to_f32(h);
-    }
-    return r;
-  }
+  static VLanes load_bf16(const uint8_t* p) { return load_16bit(p, tensor::bf16_to_f32); }
+  static VLanes load_f16(const uint8_t* p) { return load_16bit(p, tensor::f16_to_f32); }
   static VLanes load_fp8(const uint8_t* p, tensor::KvCacheDtype t) {
     VLanes r;
     for (int i = 0; i < 16; ++i) r.v[i] = tensor::fp8_to_f32(p[i], t);

@@ -45,6 +45,8 @@ STRATA_INLINE float load_kv1(const uint8_t* values, int64_t d, float scale) {
     uint16_t h;
     __builtin_memcpy(&h, values + 2 * d, 2);
     if constexpr (T == KvCacheDtype::kBF16) {
+      // tensor::bf16_to_f32 spelled out: an inline library function compiled
+      // here with AVX-512 flags could be the copy the linker keeps for all.
       const uint32_t bits = static_cast<uint32_t>(h) << 16;
       float f;
       __builtin_memcpy(&f, &bits, 4);
