@@ -34,6 +34,6 @@ fi
 if [[ ! -x "$LLAMA_RUN" || "$LLAMA_RUN" -ot "$LLAMACPP_DIR/llama_run.c" ]]; then
   "${CC:-cc}" -O2 -Wall -Wextra -I"$LLAMA_SRC/include" -I"$LLAMA_SRC/ggml/include" \
     "$LLAMACPP_DIR/llama_run.c" -o "$LLAMA_RUN" -L"$LLAMA_BINS" \
-    -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -Wl,-rpath,"$LLAMA_BINS"
+    -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -lm -Wl,-rpath,"$LLAMA_BINS"
 fi
 flock -u "$strata_setup_fd"
