@@ -15,7 +15,8 @@ Everything is computed in float64 (or --compute f32) with no KV cache: every gre
 step recomputes the whole sequence.
 
 Reads HF directories (config.json + safetensors, F32/F16/BF16, sharded or not) and GGUF
-files (F32/F16/BF16/Q8_0 dequantized exactly; llama's q/k rows are un-permuted).
+files (F32/F16/BF16 and the block-quantized types of gguf_io.py, dequantized exactly as
+ggml does; llama's q/k rows are un-permuted).
 
 CLI (same contract as `strata generate`):
   reference.py --model PATH --prompt-ids 1,2,3 --max-tokens N [--json] [--dump-logits F]
