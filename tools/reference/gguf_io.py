@@ -238,12 +238,8 @@ class _Cursor:
         return self.unpack(_SCALAR[vtype])
 
 
-def read_gguf(path, load_tensors=True):
-    """Return (metadata dict, tensors dict name -> float32 torch tensor, types dict).
-
-    Tensor shapes are returned in PyTorch order (GGUF stores ne0 = innermost first)."""
-    with open(path, "rb") as f:
-        buf = memoryview(f.read())
+def read_header(buf, path="GGUF"):
+    """(metadata dict, [(name, ne, ggml type, offset)], data start) of a GGUF buffer."""
     c = _Cursor(buf)
     magic = bytes(buf[:4])
     if magic != b"GGUF":
@@ -267,7 +263,24 @@ def read_gguf(path, load_tensors=True):
         offset = c.unpack("<Q")
         infos.append((name, ne, ttype, offset))
     align = int(meta.get("general.alignment", 32))
-    data_start = (c.pos + align - 1) // align * align
+    return meta, infos, (c.pos + align - 1) // align * align
+
+
+def tensor_shapes(path):
+    """{name: shape in PyTorch order} without reading the tensor data."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    _, infos, _ = read_header(memoryview(head), path)  # metadata of these models is < 1 MiB
+    return {name: list(reversed(ne)) for name, ne, _, _ in infos}
+
+
+def read_gguf(path, load_tensors=True):
+    """Return (metadata dict, tensors dict name -> float32 torch tensor, types dict).
+
+    Tensor shapes are returned in PyTorch order (GGUF stores ne0 = innermost first)."""
+    with open(path, "rb") as f:
+        buf = memoryview(f.read())
+    meta, infos, data_start = read_header(buf, path)
     tensors, types = {}, {}
     for name, ne, ttype, offset in infos:
         types[name] = TYPE_NAMES.get(ttype, str(ttype))

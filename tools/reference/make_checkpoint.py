@@ -3,7 +3,8 @@
 
 Usage:
   make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral --dtype f32|f16|bf16
-                     --out DIR [--seed N] [--shards N] [--shape tiny|qwen2.5-0.5b|bench-small]
+                     --out DIR [--seed N] [--shards N]
+                     [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small]
 
 Each directory holds config.json, generation_config.json, model.safetensors (or
 model-0000k-of-0000N.safetensors + model.safetensors.index.json with --shards),
@@ -54,6 +55,16 @@ QWEN25_05B = dict(hidden=896, layers=24, heads=14, kv_heads=2, head_dim=64, ffn=
 BENCH_SMALL = dict(hidden=512, layers=8, heads=8, kv_heads=4, head_dim=64, ffn=1536,
                    vocab=8192)
 SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "bench-small": BENCH_SMALL}
+# Small golden shapes for llama.cpp's quantized types (any arch, bigram planted like TINY).
+# k256: every matmul's input length (hidden 256, heads*head_dim 256, ffn 512) is a multiple
+# of 256, so K-quants and IQ4_XS apply to every tensor. k320: hidden 320 is not (like
+# Qwen2.5-0.5B's 896) while ffn 768 is, so one file mixes the K-quant of ffn_down with
+# llama.cpp's fallbacks (Q5_0 / Q5_1 / Q8_0 / IQ4_NL) everywhere else; 5 query heads on 1 KV
+# head (GQA 5 >= 4, which changes IQ4_XS's attn_v rule).
+QUANT_SHAPES = {
+    "k256": dict(hidden=256, layers=2, heads=4, kv_heads=2, head_dim=64, ffn=512, vocab=512),
+    "k320": dict(hidden=320, layers=2, heads=5, kv_heads=1, head_dim=64, ffn=768, vocab=512),
+}
 
 
 def hf_config(arch, s, dtype_name):
@@ -332,14 +343,14 @@ def shard_groups(names, sizes, num_shards):
 
 
 def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
-    s = SHAPES[shape] if shape in SHAPES else TINY[arch]
+    s = SHAPES.get(shape) or QUANT_SHAPES.get(shape) or TINY[arch]
     st_name, tdtype, hf_name = DTYPE_NAMES[dtype]
     os.makedirs(out, exist_ok=True)
     config = hf_config(arch, s, hf_name)
     specs = tensor_specs(arch, s)
 
     plant = None
-    if shape == "tiny":
+    if shape == "tiny" or shape in QUANT_SHAPES:
         assert s["ffn"] >= s["vocab"] - NORMAL_LO - NORMAL_HI_PAD
         plant = (s["vocab"], s["hidden"], s["layers"] - 1)
 
@@ -396,11 +407,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shards", type=int, default=1)
-    ap.add_argument("--shape", default="tiny", choices=["tiny"] + sorted(SHAPES))
+    ap.add_argument("--shape", default="tiny",
+                    choices=["tiny"] + sorted(QUANT_SHAPES) + sorted(SHAPES))
     ap.add_argument("--lm-scale", type=float, default=6.0,
                     help="std of lm_head logits (untied models); tied models use the embedding")
     a = ap.parse_args()
-    if a.shape != "tiny" and a.arch != "qwen2":
+    if a.shape in SHAPES and a.arch != "qwen2":
         ap.error(f"--shape {a.shape} needs --arch qwen2")
     write_checkpoint(a.arch, a.dtype, a.out, a.seed, a.shards, a.shape, a.lm_scale)
 

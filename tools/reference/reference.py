@@ -51,12 +51,18 @@ class Model:
         self.eps, self.inv_freq, self.sliding_window = eps, inv_freq, sliding_window
         self.w = weights
         self.vocab = weights["model.embed_tokens.weight"].shape[0]
+        self.wtypes = {}  # HF weight name -> GGUF tensor type name ("Q4_K", ...); GGUF only
+        self._emu_weights = {}  # emulation-rounded weights, by (emulation, name)
+
+    def lm_head_name(self):
+        return "lm_head.weight" if "lm_head.weight" in self.w else "model.embed_tokens.weight"
 
     def lm_head(self):
-        return self.w.get("lm_head.weight", self.w["model.embed_tokens.weight"])
+        return self.w[self.lm_head_name()]
 
     def to(self, dtype):
         self.w = {k: v.to(dtype) for k, v in self.w.items()}
+        self._emu_weights = {}
         self.inv_freq = self.inv_freq.to(torch.float64)
         return self
 
@@ -146,7 +152,7 @@ def unpermute_rows(w, n_head):
 
 
 def load_gguf(path):
-    meta, tensors, _ = read_gguf(path)
+    meta, tensors, gguf_types = read_gguf(path)
     arch = meta["general.architecture"]
     if arch not in ("llama", "qwen2", "qwen3"):
         raise ValueError(f"GGUF architecture {arch} not supported by the reference")
@@ -159,7 +165,7 @@ def load_gguf(path):
     inv_freq = default_inv_freq(theta, head_dim)
     if "rope_freqs.weight" in tensors:  # llama3 scaling: llama.cpp divides by these factors
         inv_freq = inv_freq / tensors.pop("rope_freqs.weight").to(torch.float64)
-    weights = {}
+    weights, wtypes = {}, {}
     for name, t in tensors.items():
         if name in GGUF_NAMES:
             hf = GGUF_NAMES[name]
@@ -173,8 +179,11 @@ def load_gguf(path):
         elif arch == "llama" and parts_is(name, "attn_k.weight"):
             t = unpermute_rows(t, kv_heads)
         weights[hf] = t
-    return Model(arch, hidden, g("block_count"), heads, kv_heads, head_dim,
-                 g("attention.layer_norm_rms_epsilon"), inv_freq, None, weights)
+        wtypes[hf] = gguf_types[name]
+    m = Model(arch, hidden, g("block_count"), heads, kv_heads, head_dim,
+              g("attention.layer_norm_rms_epsilon"), inv_freq, None, weights)
+    m.wtypes = wtypes
+    return m
 
 
 def parts_is(name, suffix):
@@ -210,6 +219,29 @@ def round_q8_0(x):
     inv = torch.where(d > 0, 1.0 / d, torch.zeros_like(d))
     q = torch.sign(b * inv) * torch.floor((b * inv).abs() + 0.5)  # half away from zero
     return (q * d.to(torch.float16).to(x.dtype)).reshape(shp)
+
+
+def round_q8_k(x):
+    """Quantize the last axis in blocks of 256 as ggml's quantize_row_q8_K does (float32):
+    max = the first element of largest |x|, iscale = -127 / max, q = nearest(iscale * x)
+    (ties to even, capped at 127), value = q * (1 / iscale); the scale stays float32."""
+    shp = x.shape
+    b = x.to(torch.float32).reshape(*shp[:-1], shp[-1] // 256, 256)
+    idx = b.abs().argmax(-1, keepdim=True)  # first maximum, as ggml's strict '>' scan
+    mx = torch.gather(b, -1, idx)
+    iscale = torch.where(mx != 0, -127.0 / mx, torch.zeros_like(mx))
+    q = torch.round(iscale * b).clamp(max=127)  # torch.round: half to even
+    d = torch.where(mx != 0, 1.0 / iscale, torch.zeros_like(mx))
+    return (q * d).reshape(shp).to(x.dtype)
+
+
+# The activation quantization llama.cpp's CPU matmul applies for each weight type (the
+# weight type's vec_dot_type): Q8_0 for the 32-value types, Q8_K for the 256-value ones.
+# Q4_1 / Q5_1 pair with Q8_1, whose values are Q8_0's (it also stores d * sum(q) in f16 for
+# the min term; that extra f16 rounding is left out here).
+ACT_QUANT = {"Q4_0": round_q8_0, "Q4_1": round_q8_0, "Q5_0": round_q8_0, "Q5_1": round_q8_0,
+             "Q8_0": round_q8_0, "IQ4_NL": round_q8_0, "Q2_K": round_q8_k, "Q3_K": round_q8_k,
+             "Q4_K": round_q8_k, "Q5_K": round_q8_k, "Q6_K": round_q8_k, "IQ4_XS": round_q8_k}
 
 
 def fp8_grid(kind):
@@ -255,15 +287,41 @@ KV_DTYPES = {"float32": "f32", "f32": "f32", "bfloat16": "bf16", "bf16": "bf16",
              "fp8_e5m2": "fp8_e5m2"}
 
 
-# Optional emulation of an engine's activation rounding before every matmul; used only to
-# size the golden-test tolerances (tests/golden/README.md), never for the reference itself.
+# Optional emulation of an engine's rounding in every matmul; used only to size the golden-test
+# tolerances (tests/golden/README.md), never for the reference itself.
+#   bf16-act      inputs rounded to bf16
+#   q8_0-act      inputs quantized to Q8_0 (32-value blocks)
+#   llamacpp-act  inputs quantized as llama.cpp does for that weight's GGUF type (ACT_QUANT:
+#                 Q8_0 or Q8_K); float weights keep exact inputs
+#   bf16-wa       inputs and (dequantized) weights rounded to bf16, as a bf16 GEMM does
 EMULATE = {"none": lambda x: x, "bf16-act": round_bf16, "q8_0-act": round_q8_0}
+EMULATIONS = sorted(EMULATE) + ["bf16-wa", "llamacpp-act"]
+
+
+def linear_fn(m, emulate):
+    """x @ W.T for weight `name`, with the emulated rounding of inputs (and weights)."""
+    def weight(name):
+        if emulate != "bf16-wa":
+            return m.w[name]
+        key = (emulate, name)
+        if key not in m._emu_weights:
+            m._emu_weights[key] = round_bf16(m.w[name])
+        return m._emu_weights[key]
+
+    def act(x, name):
+        if emulate == "bf16-wa":
+            return round_bf16(x)
+        if emulate == "llamacpp-act":
+            return ACT_QUANT.get(m.wtypes.get(name), lambda v: v)(x)
+        return EMULATE[emulate](x)
+
+    return lambda x, name: act(x, name) @ weight(name).T
 
 
 def forward(m, ids, emulate="none", kv="f32"):
     """Logits [len(ids), vocab] for every position, recomputed from scratch, with K (after
     rope) and V rounded as a `kv` cache stores them (round_kv)."""
-    rnd = EMULATE[emulate]
+    lin = linear_fn(m, emulate)
     dt = m.w["model.embed_tokens.weight"].dtype
     T = len(ids)
     nq, nkv, D = m.heads, m.kv_heads, m.head_dim
@@ -278,11 +336,11 @@ def forward(m, ids, emulate="none", kv="f32"):
         visible &= (i - j) < m.sliding_window
     x = m.w["model.embed_tokens.weight"][torch.tensor(ids)]  # [T, H]
     for layer in range(m.layers):
-        w = lambda n: m.w.get(f"model.layers.{layer}.{n}")  # noqa: E731
+        p = f"model.layers.{layer}."
+        w = lambda n: m.w.get(p + n)  # noqa: E731
         h = rms_norm(x, w("input_layernorm.weight"), m.eps)
-        h = rnd(h)
-        q, k, v = h @ w("self_attn.q_proj.weight").T, h @ w("self_attn.k_proj.weight").T, \
-            h @ w("self_attn.v_proj.weight").T
+        q, k, v = lin(h, p + "self_attn.q_proj.weight"), lin(h, p + "self_attn.k_proj.weight"), \
+            lin(h, p + "self_attn.v_proj.weight")
         if w("self_attn.q_proj.bias") is not None:
             q = q + w("self_attn.q_proj.bias")
             k = k + w("self_attn.k_proj.bias")
@@ -298,15 +356,15 @@ def forward(m, ids, emulate="none", kv="f32"):
         v = v.repeat_interleave(nq // nkv, dim=1)
         scores = torch.einsum("thd,shd->hts", q, k) / math.sqrt(D)
         scores = scores.masked_fill(~visible[None], float("-inf"))
-        p = torch.softmax(scores, dim=-1)
-        o = torch.einsum("hts,shd->thd", p, v).reshape(T, nq * D)
-        x = x + rnd(o) @ w("self_attn.o_proj.weight").T
-        h = rnd(rms_norm(x, w("post_attention_layernorm.weight"), m.eps))
-        g = h @ w("mlp.gate_proj.weight").T
-        u = h @ w("mlp.up_proj.weight").T
-        x = x + rnd(torch.nn.functional.silu(g) * u) @ w("mlp.down_proj.weight").T
-    x = rnd(rms_norm(x, m.w["model.norm.weight"], m.eps))
-    return x @ m.lm_head().T
+        pr = torch.softmax(scores, dim=-1)
+        o = torch.einsum("hts,shd->thd", pr, v).reshape(T, nq * D)
+        x = x + lin(o, p + "self_attn.o_proj.weight")
+        h = rms_norm(x, w("post_attention_layernorm.weight"), m.eps)
+        g = lin(h, p + "mlp.gate_proj.weight")
+        u = lin(h, p + "mlp.up_proj.weight")
+        x = x + lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj.weight")
+    x = rms_norm(x, m.w["model.norm.weight"], m.eps)
+    return lin(x, m.lm_head_name())
 
 
 def greedy(m, prompt, max_tokens, emulate="none", kv="f32"):
@@ -359,8 +417,8 @@ def main():
     ap.add_argument("--compute", choices=["f64", "f32"], default="f64")
     ap.add_argument("--kv-cache-dtype", default="float32", choices=sorted(KV_DTYPES),
                     help="round K/V as a KV cache of this dtype stores them")
-    ap.add_argument("--inject-bug", choices=["none", "bf16-act", "q8_0-act", "no-sliding-window",
-                                             "kv-f32"],
+    ap.add_argument("--inject-bug", choices=["none", "bf16-act", "q8_0-act", "bf16-wa",
+                                             "llamacpp-act", "no-sliding-window", "kv-f32"],
                     default="none", help="test-only: make the output deliberately inexact "
                     "(used by run_golden.py --self-test to prove the golden test fails)")
     a = ap.parse_args()
@@ -368,7 +426,7 @@ def main():
         ap.error("the reference only does greedy decoding (--temperature 0)")
     torch.set_num_threads(1)
     m = load_model(a.model).to(torch.float64 if a.compute == "f64" else torch.float32)
-    emulate = a.inject_bug if a.inject_bug.endswith("-act") else "none"
+    emulate = a.inject_bug if a.inject_bug in EMULATIONS else "none"
     if a.inject_bug == "no-sliding-window":
         m.sliding_window = None
     kv = "f32" if a.inject_bug == "kv-f32" else KV_DTYPES[a.kv_cache_dtype]
