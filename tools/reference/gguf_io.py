@@ -7,6 +7,7 @@ The dequantizers are vectorised numpy written from ggml's block layouts (ggml-co
 the semantics of its dequantize_row_* functions; every product and sum is done in float32 in
 the order ggml's C does it, so the values are bit-identical to llama.cpp's
 (tools/reference/check_dequant.py proves it against the prebuilt library)."""
+import mmap
 import struct
 
 import numpy as np
@@ -266,12 +267,20 @@ def read_header(buf, path="GGUF"):
     return meta, infos, (c.pos + align - 1) // align * align
 
 
+def read_infos(path):
+    """(metadata, [(name, ne, ggml type, offset)]) without reading the tensor data."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
+        try:
+            meta, infos, _ = read_header(view, path)
+        finally:
+            view.release()
+    return meta, infos
+
+
 def tensor_shapes(path):
     """{name: shape in PyTorch order} without reading the tensor data."""
-    with open(path, "rb") as f:
-        head = f.read(1 << 20)
-    _, infos, _ = read_header(memoryview(head), path)  # metadata of these models is < 1 MiB
-    return {name: list(reversed(ne)) for name, ne, _, _ in infos}
+    return {name: list(reversed(ne)) for name, ne, _, _ in read_infos(path)[1]}
 
 
 def read_gguf(path, load_tensors=True):
