@@ -26,8 +26,10 @@ StatusOr<std::vector<float>> load_f32(const WeightSource& weights, const std::st
 StatusOr<ops::MatmulWeight> load_linear(const WeightSource& weights, const std::string& name,
                                         int64_t n, int64_t k) {
   STRATA_ASSIGN_OR_RETURN(tensor::TensorView view, weights.get(name, {n, k}));
-  if (view.dtype == tensor::DType::kQ8_0 && k % tensor::kQ8_0BlockSize != 0) {
-    return invalid_argument(name + ": Q8_0 needs in_features divisible by 32, got " +
+  const int64_t block = tensor::dtype_block_size(view.dtype);
+  if (k % block != 0) {
+    return invalid_argument(name + ": " + tensor::dtype_name(view.dtype) +
+                            " needs in_features divisible by " + std::to_string(block) + ", got " +
                             std::to_string(k));
   }
   return ops::MatmulWeight::prepare(view);
@@ -69,8 +71,11 @@ Status Model::prepare_weights(const LoadProgress& progress) {
   const WeightSource& w = files_.weights;
   STRATA_ASSIGN_OR_RETURN(embed_tokens_,
                           w.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}));
-  if (embed_tokens_.dtype == tensor::DType::kQ8_0 && c.hidden_size % 32 != 0) {
-    return invalid_argument("model.embed_tokens.weight: Q8_0 needs hidden_size % 32 == 0");
+  if (c.hidden_size % tensor::dtype_block_size(embed_tokens_.dtype) != 0) {
+    return invalid_argument(std::string("model.embed_tokens.weight: ") +
+                            tensor::dtype_name(embed_tokens_.dtype) + " needs hidden_size % " +
+                            std::to_string(tensor::dtype_block_size(embed_tokens_.dtype)) +
+                            " == 0");
   }
   STRATA_ASSIGN_OR_RETURN(final_norm_, load_f32(w, "model.norm.weight", {c.hidden_size}));
   if (c.tie_word_embeddings && !w.has("lm_head.weight")) {

@@ -12,9 +12,14 @@
 //     widened exactly.
 //   - BF16 weights (any m) and Q8_0 with m > 16: x rounded to bf16 once per
 //     call, bf16 products with f32 sums; Q8_0 prefill rounds q*d to bf16.
-//   - Prefill (m > 16, F32/BF16/Q8_0) uses the table's prefill GEMM (oneDNN
-//     on AVX-512 machines, ~3x our inner-product kernel), each pool thread
-//     running oneDNN single-threaded on its own slice of n.
+//   - Low-bit GGUF types (Q4_0 ... Q6_K, IQ4_*) with m <= 16 on AVX512-VNNI
+//     CPUs: x quantized to int8 per 32 values once per call, vpdpbusd of the
+//     weights' unsigned codes with x (avx512_quant.cc); m > 16: tiles
+//     dequantized to bf16 for the prefill GEMM. Tables without those kernels
+//     use the portable ones (weights dequantized exactly to f32 per row).
+//   - Prefill (m > 16, F32/BF16/quantized) uses the table's prefill GEMM
+//     (oneDNN on AVX-512 machines, ~3x our inner-product kernel), each pool
+//     thread running oneDNN single-threaded on its own slice of n.
 #include "ops/ops.h"
 
 #include <algorithm>
@@ -36,10 +41,11 @@ MatmulWeight MatmulWeight::prepare(const tensor::TensorView& w) {
   using tensor::DType;
   STRATA_CHECK(w.rank() == 2) << "matmul weight must be 2-D [n, k], got " << w.shape_string();
   STRATA_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 ||
-               w.dtype == DType::kQ8_0)
+               tensor::is_quantized(w.dtype))
       << "unsupported matmul weight dtype " << tensor::dtype_name(w.dtype);
-  STRATA_CHECK(w.dtype != DType::kQ8_0 || w.dim(1) % tensor::kQ8_0BlockSize == 0)
-      << "Q8_0 weight k=" << w.dim(1) << " is not a multiple of 32";
+  STRATA_CHECK(w.dim(1) % tensor::dtype_block_size(w.dtype) == 0)
+      << tensor::dtype_name(w.dtype) << " weight k=" << w.dim(1)
+      << " is not a multiple of its block size " << tensor::dtype_block_size(w.dtype);
   MatmulWeight out;
   out.view_ = w;
   out.n_ = w.dim(0);
@@ -106,8 +112,14 @@ T* scratch(int64_t count) {
 
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m) {
   if (w_dtype == tensor::DType::kBF16) return MatmulMode::kBF16;
-  if (w_dtype == tensor::DType::kQ8_0 && m > kDecodeMaxRows) return MatmulMode::kBF16;
+  if (tensor::is_quantized(w_dtype) && m > kDecodeMaxRows) return MatmulMode::kBF16;
   return MatmulMode::kF32;
+}
+
+bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m) {
+  static const bool vnni = cpu_features().avx512_vnni;
+  return vnni && tensor::is_low_bit_quant(w_dtype) && m <= kDecodeMaxRows &&
+         t.matmul_lowbit_range != nullptr && t.x_to_q8_groups != nullptr;
 }
 
 bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m) {
@@ -132,6 +144,30 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   a.y = y;
   bool prefill =
       m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && w.dtype() != tensor::DType::kF16;
+  if (uses_lowbit_kernel(t, w.dtype(), m)) {
+    // Quantize x once on the calling thread; workers only read it.
+    a.k_pad256 = round_up(w.k(), 256);
+    Q8GroupsOut q;
+    q.q = scratch<int8_t, 6>(m * a.k_pad256);
+    q.scale = scratch<float, 4>(m * a.k_pad256 / 4);
+    q.sum16 = scratch<float, 7>(m * a.k_pad256 / 16);
+    q.nsum4 = scratch<int32_t, 8>(m * a.k_pad256 / 4);
+    q.fsum4 = scratch<float, 9>(m * a.k_pad256 / 4);
+    t.x_to_q8_groups(x, m, a.k, a.k_pad256, q);
+    a.x_q8s = q.q;
+    a.x_q8_scale = q.scale;
+    a.x_q8_sum16 = q.sum16;
+    a.x_q8_nsum4 = q.nsum4;
+    a.x_q8_fsum4 = q.fsum4;
+    pool.parallel_for(
+        a.n, [&](int64_t b, int64_t e, int) { t.matmul_lowbit_range(a, b, e); }, kMatmulGrain);
+    return;
+  }
+  // Low-bit weights without this table's int8 decode kernel (or prefill
+  // without its GEMM): the portable kernels, which dequantize exactly.
+  if (tensor::is_low_bit_quant(w.dtype()) && !prefill && &t != &generic_kernels()) {
+    return run_matmul(generic_kernels(), x, m, w, bias, y, pool);
+  }
   if (uses_q8_activations(t, w.dtype(), m)) {
     // Quantize x once on the calling thread; workers only read it.
     a.k_pad64 = round_up(w.k(), 64);
@@ -151,7 +187,7 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   }
   int64_t tile_elems = std::max(kBf16TileRows * kBf16TileK, kPrefillTileRows * a.k_pad);
   auto tile = [&] {
-    return a.w_dtype == tensor::DType::kQ8_0 ? scratch<uint16_t, 1>(tile_elems) : nullptr;
+    return tensor::is_quantized(a.w_dtype) ? scratch<uint16_t, 1>(tile_elems) : nullptr;
   };
   if (prefill) {
     pool.parallel_for(

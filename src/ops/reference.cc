@@ -52,10 +52,10 @@ void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w,
 
 void matmul_q8_activations(const float* x, int64_t m, const tensor::TensorView& w,
                            const float* bias, float* y) {
-  STRATA_CHECK(w.rank() == 2 && w.dtype == tensor::DType::kQ8_0)
-      << "weight must be 2-D Q8_0, got " << w.shape_string();
-  int64_t n = w.dim(0), k = w.dim(1), nb = k / tensor::kQ8_0BlockSize;
-  const auto* wb = static_cast<const tensor::BlockQ8_0*>(w.data);
+  STRATA_CHECK(w.rank() == 2 && w.dim(1) % 32 == 0)
+      << "weight must be 2-D with k % 32 == 0, got " << w.shape_string();
+  int64_t n = w.dim(0), k = w.dim(1), nb = k / 32;
+  std::vector<float> wf = widen(w);  // exact: d * q and the like are exact in double
   std::vector<int8_t> xq(static_cast<size_t>(k));
   std::vector<float> xd(static_cast<size_t>(nb));
   for (int64_t i = 0; i < m; ++i) {
@@ -74,10 +74,9 @@ void matmul_q8_activations(const float* x, int64_t m, const tensor::TensorView& 
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;
       for (int64_t b = 0; b < nb; ++b) {
-        const tensor::BlockQ8_0& blk = wb[j * nb + b];
-        int32_t isum = 0;
-        for (int l = 0; l < 32; ++l) isum += int32_t(xq[b * 32 + l]) * int32_t(blk.values[l]);
-        acc += double(xd[b]) * double(tensor::f16_to_f32(blk.scale_f16)) * double(isum);
+        double sum = 0;
+        for (int l = 0; l < 32; ++l) sum += double(xq[b * 32 + l]) * double(wf[j * k + b * 32 + l]);
+        acc += double(xd[b]) * sum;
       }
       y[i * n + j] = static_cast<float>(acc) + (bias != nullptr ? bias[j] : 0.0f);
     }

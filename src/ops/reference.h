@@ -14,7 +14,7 @@
 namespace strata::ops::reference {
 
 // y[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]); w is any weight dtype (F32, F16,
-// BF16, Q8_0), widened exactly to f32; sums in double.
+// BF16, Q8_0, the low-bit GGUF types), widened exactly to f32; sums in double.
 void matmul(const float* x, int64_t m, const tensor::TensorView& w, const float* bias, float* y);
 
 // Same as matmul but x (and, if round_w, the widened weights) are first
@@ -22,11 +22,13 @@ void matmul(const float* x, int64_t m, const tensor::TensorView& w, const float*
 void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
                          bool round_w, float* y);
 
-// Q8_0 weights w [n, k] with x quantized to Q8_0 per 32-block first, as the
-// VNNI decode kernel does (and llama.cpp): d_x = max|x_block| / 127 kept in
-// f32 (not rounded to f16), q_x = round-to-nearest-even(x * (1 / d_x)),
-// saturated to int8; y = Σ_blocks d_x * d_w * Σ q_x q_w (+ bias), summed in
-// double. x must be finite.
+// Weights w [n, k] (k % 32 == 0; Q8_0, a low-bit GGUF type, or their f32
+// values) with x
+// quantized to Q8_0 per 32-block first, as the VNNI decode kernels do (and
+// llama.cpp for its 32-value types): d_x = max|x_block| / 127 kept in f32
+// (not rounded to f16), q_x = round-to-nearest-even(x * (1 / d_x)),
+// saturated to int8; y = Σ_blocks d_x * Σ q_x w (+ bias), w dequantized
+// exactly, summed in double. x must be finite.
 void matmul_q8_activations(const float* x, int64_t m, const tensor::TensorView& w,
                            const float* bias, float* y);
 

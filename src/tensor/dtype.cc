@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "tensor/quant_blocks.h"
 
 namespace strata::tensor {
 
@@ -16,11 +17,55 @@ const char* dtype_name(DType dtype) {
     case DType::kI64: return "I64";
     case DType::kI8: return "I8";
     case DType::kU8: return "U8";
+    case DType::kQ4_0: return "Q4_0";
+    case DType::kQ4_1: return "Q4_1";
+    case DType::kQ5_0: return "Q5_0";
+    case DType::kQ5_1: return "Q5_1";
+    case DType::kIQ4_NL: return "IQ4_NL";
+    case DType::kQ2_K: return "Q2_K";
+    case DType::kQ3_K: return "Q3_K";
+    case DType::kQ4_K: return "Q4_K";
+    case DType::kQ5_K: return "Q5_K";
+    case DType::kQ6_K: return "Q6_K";
+    case DType::kIQ4_XS: return "IQ4_XS";
   }
   return "?";
 }
 
-int64_t dtype_block_size(DType dtype) { return dtype == DType::kQ8_0 ? kQ8_0BlockSize : 1; }
+bool is_low_bit_quant(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return true;
+    default: return false;
+  }
+}
+
+int64_t dtype_block_size(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL: return 32;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return kQkK;
+    default: return 1;
+  }
+}
 
 int64_t dtype_block_bytes(DType dtype) {
   switch (dtype) {
@@ -32,6 +77,17 @@ int64_t dtype_block_bytes(DType dtype) {
     case DType::kI64: return 8;
     case DType::kI8:
     case DType::kU8: return 1;
+    case DType::kQ4_0: return sizeof(BlockQ4_0);
+    case DType::kQ4_1: return sizeof(BlockQ4_1);
+    case DType::kQ5_0: return sizeof(BlockQ5_0);
+    case DType::kQ5_1: return sizeof(BlockQ5_1);
+    case DType::kIQ4_NL: return sizeof(BlockIQ4_NL);
+    case DType::kQ2_K: return sizeof(BlockQ2_K);
+    case DType::kQ3_K: return sizeof(BlockQ3_K);
+    case DType::kQ4_K: return sizeof(BlockQ4_K);
+    case DType::kQ5_K: return sizeof(BlockQ5_K);
+    case DType::kQ6_K: return sizeof(BlockQ6_K);
+    case DType::kIQ4_XS: return sizeof(BlockIQ4_XS);
   }
   return 0;
 }
@@ -135,6 +191,7 @@ void convert_to_f32(const void* src, DType dtype, int64_t n, float* out) {
       dequantize_q8_0(static_cast<const BlockQ8_0*>(src), n, out);
       return;
     default:
+      if (is_low_bit_quant(dtype)) return dequantize_row(src, dtype, n, out);
       STRATA_CHECK(false) << "convert_to_f32: unsupported dtype " << dtype_name(dtype);
   }
 }

@@ -138,9 +138,32 @@ StatusOr<tensor::DType> tensor_dtype(uint32_t ggml_type, const std::string& path
       return tensor::DType::kBF16;
     case kGgmlTypeQ8_0:
       return tensor::DType::kQ8_0;
+    case kGgmlTypeQ4_0:
+      return tensor::DType::kQ4_0;
+    case kGgmlTypeQ4_1:
+      return tensor::DType::kQ4_1;
+    case kGgmlTypeQ5_0:
+      return tensor::DType::kQ5_0;
+    case kGgmlTypeQ5_1:
+      return tensor::DType::kQ5_1;
+    case kGgmlTypeQ2_K:
+      return tensor::DType::kQ2_K;
+    case kGgmlTypeQ3_K:
+      return tensor::DType::kQ3_K;
+    case kGgmlTypeQ4_K:
+      return tensor::DType::kQ4_K;
+    case kGgmlTypeQ5_K:
+      return tensor::DType::kQ5_K;
+    case kGgmlTypeQ6_K:
+      return tensor::DType::kQ6_K;
+    case kGgmlTypeIQ4_NL:
+      return tensor::DType::kIQ4_NL;
+    case kGgmlTypeIQ4_XS:
+      return tensor::DType::kIQ4_XS;
     default:
       return unimplemented(path + ": tensor '" + name + "' has type " + ggml_type_name(ggml_type) +
-                           "; Strata reads F32, F16, BF16 and Q8_0 GGUF tensors");
+                           "; Strata reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, "
+                           "Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS GGUF tensors");
   }
 }
 

@@ -8,7 +8,8 @@
 //
 // Presentation: tensor shapes are row-major, outermost first (GGUF's dims
 // reversed), so a linear weight is [out_features, in_features] as in
-// safetensors. Accepted tensor types: F32, F16, BF16, Q8_0; others are an error
+// safetensors. Accepted tensor types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; others are an error
 // naming the tensor and the type. Every count, length and offset is checked
 // against the file size, so a corrupt file gives a Status, never a crash or a
 // huge allocation. Metadata arrays are validated on open but decoded on demand
@@ -53,7 +54,18 @@ std::string ggml_type_name(uint32_t ggml_type);
 // ggml type ids Strata reads.
 constexpr uint32_t kGgmlTypeF32 = 0;
 constexpr uint32_t kGgmlTypeF16 = 1;
+constexpr uint32_t kGgmlTypeQ4_0 = 2;
+constexpr uint32_t kGgmlTypeQ4_1 = 3;
+constexpr uint32_t kGgmlTypeQ5_0 = 6;
+constexpr uint32_t kGgmlTypeQ5_1 = 7;
 constexpr uint32_t kGgmlTypeQ8_0 = 8;
+constexpr uint32_t kGgmlTypeQ2_K = 10;
+constexpr uint32_t kGgmlTypeQ3_K = 11;
+constexpr uint32_t kGgmlTypeQ4_K = 12;
+constexpr uint32_t kGgmlTypeQ5_K = 13;
+constexpr uint32_t kGgmlTypeQ6_K = 14;
+constexpr uint32_t kGgmlTypeIQ4_NL = 20;
+constexpr uint32_t kGgmlTypeIQ4_XS = 23;
 constexpr uint32_t kGgmlTypeBF16 = 30;
 
 // An array value: where its elements lie in the file (decoded on demand).

@@ -205,12 +205,44 @@ TEST(Gguf, EveryTruncationIsAnError) {
                         StatusCode::kDataLoss, {path, "'t'", "past the end"}));
 }
 
+// Every llama.cpp type Strata reads maps to its DType, with its block size
+// checked against the row length.
+TEST(Gguf, ReadsKQuantsAndLegacyQuants) {
+  struct Case {
+    uint32_t ggml;
+    tensor::DType dtype;
+  };
+  const Case cases[] = {{kGgmlTypeQ4_0, tensor::DType::kQ4_0},   {kGgmlTypeQ4_1, tensor::DType::kQ4_1},
+                        {kGgmlTypeQ5_0, tensor::DType::kQ5_0},   {kGgmlTypeQ5_1, tensor::DType::kQ5_1},
+                        {kGgmlTypeQ2_K, tensor::DType::kQ2_K},   {kGgmlTypeQ3_K, tensor::DType::kQ3_K},
+                        {kGgmlTypeQ4_K, tensor::DType::kQ4_K},   {kGgmlTypeQ5_K, tensor::DType::kQ5_K},
+                        {kGgmlTypeQ6_K, tensor::DType::kQ6_K},   {kGgmlTypeIQ4_NL, tensor::DType::kIQ4_NL},
+                        {kGgmlTypeIQ4_XS, tensor::DType::kIQ4_XS}};
+  for (const Case& c : cases) {
+    testing::TempDir dir;
+    GgufWriter w;
+    const int64_t bytes = tensor::dtype_size_bytes(c.dtype, 2 * 256);
+    w.add_tensor("t", c.ggml, {2, 256}, std::string(static_cast<size_t>(bytes), '\x11'));
+    StatusOr<GgufFile> f = write_and_open(dir, w.build());
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    EXPECT_EQ(f->find_tensor("t")->view.dtype, c.dtype) << tensor::dtype_name(c.dtype);
+    EXPECT_EQ(f->find_tensor("t")->view.size_bytes(), bytes);
+    if (tensor::dtype_block_size(c.dtype) == 256) {  // a 32-value row is not a whole super-block
+      GgufWriter bad;
+      bad.add_tensor("r", c.ggml, {8, 32}, std::string(static_cast<size_t>(bytes), '\0'));
+      EXPECT_TRUE(has_error(write_and_open(dir, bad.build()).status(), StatusCode::kDataLoss,
+                            {"'r'", "not a multiple of 256"}))
+          << tensor::dtype_name(c.dtype);
+    }
+  }
+}
+
 TEST(Gguf, UnsupportedTensorTypeNamesTensorAndType) {
   testing::TempDir dir;
   GgufWriter w;
-  w.add_tensor("blk.0.ffn_down.weight", 12 /* Q4_K */, {256}, std::string(144, '\0'));
+  w.add_tensor("blk.0.ffn_down.weight", 16 /* IQ2_XXS */, {256}, std::string(66, '\0'));
   EXPECT_TRUE(has_error(write_and_open(dir, w.build()).status(), StatusCode::kUnimplemented,
-                        {dir.file("m.gguf"), "'blk.0.ffn_down.weight'", "Q4_K"}));
+                        {dir.file("m.gguf"), "'blk.0.ffn_down.weight'", "IQ2_XXS"}));
   GgufWriter w2;
   w2.add_tensor("x", 200, {4}, std::string(16, '\0'));
   EXPECT_TRUE(has_error(write_and_open(dir, w2.build()).status(), StatusCode::kUnimplemented,

@@ -8,7 +8,7 @@
 // matmul, kF32 mode: inner products of MR(<=4) x rows with NR(4) weight rows,
 //   weights widened to f32 in registers 16 values at a time, 16 accumulators.
 // matmul, kBF16 mode: the same tile shape on bf16 pairs with vdpbf16ps, cache
-//   blocked as [64 weight rows] x [1024 k]; Q8_0 tiles are first dequantized
+//   blocked as [64 weight rows] x [1024 k]; quantized tiles are first dequantized
 //   to bf16 (q*d rounded to bf16) into per-thread scratch.
 // matmul, Q8_0 decode on VNNI CPUs: x quantized to int8, vpdpbusd (see below).
 // Every output element is reduced in the same order whatever its tile, so the
@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "ops/cpu/avx512_util.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/onednn_gemm.h"
 
@@ -30,73 +31,6 @@ namespace {
 
 using tensor::BlockQ8_0;
 using tensor::DType;
-
-#define STRATA_INLINE inline __attribute__((always_inline))
-
-STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-STRATA_INLINE __mmask16 tail_mask16(int64_t left) {
-  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-}
-STRATA_INLINE __mmask32 tail_mask32(int64_t left) {
-  return left >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << left) - 1);
-}
-
-// {Σa, Σb, Σc, Σd}; every lane is reduced in the same fixed order.
-STRATA_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-  __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-  __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
-  __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
-                           _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));
-  __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s),
-                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
-  return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-}
-
-STRATA_INLINE float reduce1(__m512 a) { return _mm_cvtss_f32(reduce4(a, a, a, a)); }
-
-// Stores the NR (1 or 4) reduced sums of one x row: y[0..NR) (= or +=)
-// sums (+ bias). Takes the accumulators by value: passing their address would
-// make GCC keep the whole accumulator array in memory inside the k loop.
-STRATA_INLINE void store_sums4(__m512 a, __m512 b, __m512 c, __m512 d, float* y, const float* bias,
-                               bool accumulate) {
-  __m128 s = reduce4(a, b, c, d);
-  if (accumulate) s = _mm_add_ps(s, _mm_loadu_ps(y));
-  if (bias != nullptr) s = _mm_add_ps(s, _mm_loadu_ps(bias));
-  _mm_storeu_ps(y, s);
-}
-
-STRATA_INLINE void store_sums2(__m512 a, __m512 b, float* y, const float* bias, bool accumulate) {
-  __m128 s = reduce4(a, b, a, b);
-  for (int r = 0; r < 2; ++r) {
-    float v = s[r];
-    if (accumulate) v += y[r];
-    if (bias != nullptr) v += bias[r];
-    y[r] = v;
-  }
-}
-
-STRATA_INLINE void store_sums1(__m512 a, float* y, const float* bias, bool accumulate) {
-  float s = reduce1(a);
-  if (accumulate) s += *y;
-  if (bias != nullptr) s += *bias;
-  *y = s;
-}
-
-template <int MR, int NR>
-STRATA_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t y_stride,
-                              const float* bias, bool accumulate) {
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    if constexpr (NR == 4) {
-      store_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], y + i * y_stride, bias, accumulate);
-    } else if constexpr (NR == 2) {
-      store_sums2(acc[i][0], acc[i][1], y + i * y_stride, bias, accumulate);
-    } else {
-      store_sums1(acc[i][0], y + i * y_stride, bias, accumulate);
-    }
-  }
-}
 
 // ---- kF32 mode: weight loaders ----
 // Each loader widens kStep values at k offset kk (kk % kStep == 0) of one row
@@ -436,8 +370,16 @@ void dequant_q8_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, 
   }
 }
 
+// Rows [j0, j0 + rows) x k-values [k0, k0 + kc) of a quantized weight as
+// bf16 in out [rows, out_stride].
+void dequant_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                  uint16_t* out, int64_t out_stride) {
+  if (a.w_dtype == DType::kQ8_0) return dequant_q8_tile(a, j0, rows, k0, kc, out, out_stride);
+  avx512_dequant_lowbit_bf16(a, j0, rows, k0, kc, out, out_stride);
+}
+
 void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
-  bool q8 = a.w_dtype == DType::kQ8_0;
+  bool q8 = tensor::is_quantized(a.w_dtype);
   // BF16 weights are read in place, each row in one pass over k (splitting k
   // breaks the row's stream and gains nothing at m <= 16, where x stays in
   // L1/L2); Q8_0 rows are dequantized tile by tile into the scratch.
@@ -451,7 +393,7 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
       b.x = a.x_bf16 + k0;
       b.x_stride = a.k_pad;
       if (q8) {
-        dequant_q8_tile(a, jb, rows, k0, b.kc, scratch, kBf16TileK);
+        dequant_tile(a, jb, rows, k0, b.kc, scratch, kBf16TileK);
         b.w = scratch;
         b.w_stride = kBf16TileK;
       } else {
@@ -484,10 +426,10 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
 
 // ---- prefill: oneDNN GEMM on slices of n (falls back to our kernels) ----
 
-bool prefill_q8(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
+bool prefill_quantized(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
   for (int64_t j = n_begin; j < n_end; j += kPrefillTileRows) {
     int64_t rows = min64(kPrefillTileRows, n_end - j);
-    dequant_q8_tile(a, j, rows, 0, a.k, scratch, a.k);
+    dequant_tile(a, j, rows, 0, a.k, scratch, a.k);
     if (!onednn_gemm(GemmType::kBF16, a.x_bf16, a.k_pad, a.m, scratch, a.k, rows, a.k, a.y + j,
                      a.n)) {
       return false;
@@ -525,8 +467,8 @@ void matmul_prefill_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, u
                                static_cast<const uint16_t*>(a.w) + j * a.k, a.k, rows, a.k,
                                a.y + j, a.n);
     }
-  } else if (a.w_dtype == DType::kQ8_0) {
-    done = prefill_q8(a, n_begin, n_end, scratch);
+  } else if (tensor::is_quantized(a.w_dtype)) {
+    done = prefill_quantized(a, n_begin, n_end, scratch);
   }
   if (done) {
     if (a.bias != nullptr) add_bias(a, n_begin, n_end);
@@ -834,6 +776,8 @@ constexpr KernelTable kAvx512 = {
     attention_rows,
     matmul_q8q8_range,
     x_to_q8,
+    avx512_matmul_lowbit_range,
+    avx512_x_to_q8_groups,
     paged_attention_item,
 };
 

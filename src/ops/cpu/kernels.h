@@ -61,6 +61,31 @@ struct MatmulArgs {
   const uint8_t* x_q8 = nullptr;
   const float* x_q8_scale = nullptr;
   int64_t k_pad64 = 0;  // k rounded up to a multiple of 64
+  // Low-bit quantized weights with int8 activations (matmul_lowbit_range),
+  // from x_to_q8_groups (see Q8GroupsOut): x_q8s [m, k_pad256] int8, per-32
+  // scales in x_q8_scale with the layout above ([m, k_pad256 / 64, 16]).
+  const int8_t* x_q8s = nullptr;
+  const float* x_q8_sum16 = nullptr;
+  const int32_t* x_q8_nsum4 = nullptr;
+  const float* x_q8_fsum4 = nullptr;
+  int64_t k_pad256 = 0;
+};
+
+// Where x_to_q8_groups writes x [rows, k] quantized per 32 values (zero past
+// k, up to k_pad256):
+//   q      [rows, k_pad256]      int8, round-to-nearest-even(x / d)
+//   scale  [rows, k_pad256 / 4]  f32: per 64 values, lanes 0-7 = d of the
+//                                first block of 32, lanes 8-15 = of the second
+//   sum16  [rows, k_pad256 / 16] f32: d * Σ q over each 16 values
+//   nsum4  [rows, k_pad256 / 4]  int32: -Σ q over each 4 values
+//   fsum4  [rows, k_pad256 / 4]  f32: d * Σ q over each 4 values
+// (lane l of a 64-value step covers values 4 l .. 4 l + 3, as vpdpbusd sums).
+struct Q8GroupsOut {
+  int8_t* q;
+  float* scale;
+  float* sum16;
+  int32_t* nsum4;
+  float* fsum4;
 };
 
 // One unit of paged attention work: query rows [row_begin, row_end) of one
@@ -116,6 +141,16 @@ struct KernelTable {
   // q = round-to-nearest-even(x * (1 / d)).
   void (*x_to_q8)(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq,
                   float* scales);
+  // Weights of a tensor::is_low_bit_quant() type, m <= kDecodeMaxRows,
+  // columns [n_begin, n_end) of y from the int8 activations in a.x_q8s
+  // (vpdpbusd of the weights' unsigned codes with x, per 16-value sub-block
+  // factors; see tensor/quant_blocks.h). nullptr when the table has none;
+  // use only when cpu_features().avx512_vnni (see uses_lowbit_kernel()).
+  void (*matmul_lowbit_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+  // Quantizes x[rows, k] per 32 values into `out` (see Q8GroupsOut):
+  // d = max|x| / 127, q = round-to-nearest-even(x * (1 / d)).
+  void (*x_to_q8_groups)(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
+                         const Q8GroupsOut& out);
   // One paged attention item: writes its rows of b.out. scratch holds
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
@@ -150,5 +185,8 @@ MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // instead of using matmul_mode(): Q8_0 weights, m <= kDecodeMaxRows, and t
 // has a VNNI kernel the CPU can run.
 bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m);
+// True when run_matmul with table t runs matmul_lowbit_range: a low-bit
+// quantized weight, m <= kDecodeMaxRows, and a VNNI kernel the CPU can run.
+bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m);
 
 }  // namespace strata::ops::cpu

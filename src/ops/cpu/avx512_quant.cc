@@ -1,0 +1,630 @@
+// AVX-512 kernels for GGUF's low-bit weight types (Q4_0 ... Q6_K, IQ4_NL,
+// IQ4_XS; tensor/quant_blocks.h). Compiled with the AVX-512 + VNNI flags like
+// avx512.cc and under the same rules (no library templates, nothing runs
+// unless the dispatcher said yes).
+//
+// Every type is read through one form: a group of 256 weights of a row
+// becomes 256 unsigned codes (4 zmm) and 16 per-sub-block factors A, B with
+// w = A * u - B (unpack_* below mirrors tensor::unpack_group()). Then:
+//   decode (m <= 16): x is quantized to int8 per 32 values once per call;
+//     each zmm of codes meets 64 values of x in one vpdpbusd (u8 x s8, exact
+//     int32 sums of 4 products per lane), converted to f32 and scaled by the
+//     lane's A * d_x; the B term is Σ_j B_j * (d_x Σ q_x)_j, with the x sums
+//     precomputed. No horizontal sum inside the k loop.
+//   prefill (m > 16): tiles of rows are dequantized to bf16 (A * u - B,
+//     rounded) for the bf16 GEMM, as Q8_0 does.
+// Each output is one accumulator chain over k in a fixed order, so results
+// do not depend on m, the tile shape or how n is split across threads.
+#include <immintrin.h>
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <cstdint>
+
+#include "ops/cpu/avx512_util.h"
+#include "ops/cpu/kernels.h"
+#include "tensor/quant_blocks.h"
+
+namespace strata::ops::cpu {
+namespace {
+
+using tensor::DType;
+
+// A group of 256 weights as codes and factors (see the file comment).
+struct QGroup {
+  __m512i u[4];  // codes of values [64 z, 64 z + 64)
+  __m512 a, b;   // lane j: factor of values [16 j, 16 j + 16)
+};
+
+alignas(16) constexpr uint8_t kZero16[16] = {};
+
+STRATA_INLINE __m512i nib_mask() { return _mm512_set1_epi8(0x0F); }
+
+// 64 codes from two 32-value blocks' nibble arrays: [lo(p0), hi(p0), lo(p1), hi(p1)].
+STRATA_INLINE __m512i nibbles_2x16(const uint8_t* p0, const uint8_t* p1) {
+  __m256i two = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1);
+  __m512i v = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0),
+                                       _mm512_castsi256_si512(two));
+  v = _mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4);
+  return _mm512_and_si512(v, nib_mask());
+}
+
+// 64 codes from 32 bytes: [lo(p[0..32)), hi(p[0..32))].
+STRATA_INLINE __m512i nibbles_32(const uint8_t* p) {
+  __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(q), q, 1);
+  v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 4);
+  return _mm512_and_si512(v, nib_mask());
+}
+
+// Both halves of a zmm hold the same 32 bytes.
+STRATA_INLINE __m512i dup32(const uint8_t* p) {
+  __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(q), q, 1);
+}
+
+// Byte mask: bit `lo` of each byte in the lower 32 bytes, bit `hi` in the upper.
+STRATA_INLINE __mmask64 bits_2x32(__m512i v, int lo, int hi) {
+  __m512i sel = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << lo)),
+                                   _mm256_set1_epi8(static_cast<char>(1 << hi)), 1);
+  return _mm512_test_epi8_mask(v, sel);
+}
+
+// Eight f32 values, each repeated for two lanes (32-value blocks -> 16 lanes).
+STRATA_INLINE __m512 pairs(__m256 v8) {
+  return _mm512_permutexvar_ps(
+      _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0), _mm512_castps256_ps512(v8));
+}
+
+STRATA_INLINE __m256 f16x8(const uint16_t (&h)[8]) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// IQ4 levels + 128 as a vpshufb table in every 128-bit lane.
+STRATA_INLINE __m512i iq4_table() {
+  alignas(16) static constexpr uint8_t kT[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                 129, 141, 153, 166, 181, 197, 217, 241};
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kT)));
+}
+
+// ---- legacy 32-value blocks: group g = blocks [8 g, 8 g + 8) ----
+
+template <DType T>
+struct Block32;
+template <>
+struct Block32<DType::kQ4_0> { using B = tensor::BlockQ4_0; };
+template <>
+struct Block32<DType::kQ4_1> { using B = tensor::BlockQ4_1; };
+template <>
+struct Block32<DType::kQ5_0> { using B = tensor::BlockQ5_0; };
+template <>
+struct Block32<DType::kQ5_1> { using B = tensor::BlockQ5_1; };
+template <>
+struct Block32<DType::kIQ4_NL> { using B = tensor::BlockIQ4_NL; };
+
+template <DType T>
+STRATA_INLINE void unpack_blocks32(const char* row, int64_t k, int64_t g, QGroup& q) {
+  using B = typename Block32<T>::B;
+  const B* blk = reinterpret_cast<const B*>(row) + 8 * g;
+  const int64_t nb = min64(8, k / 32 - 8 * g);
+  alignas(16) uint16_t d[8] = {}, m[8] = {};
+  uint32_t qh[8] = {};
+  const uint8_t* qs[8];
+  for (int i = 0; i < 8; ++i) {
+    if (i < nb) {
+      d[i] = blk[i].d;
+      qs[i] = blk[i].qs;
+      if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) m[i] = blk[i].m;
+      if constexpr (T == DType::kQ5_0 || T == DType::kQ5_1) {
+        __builtin_memcpy(&qh[i], blk[i].qh, 4);
+      }
+    } else {
+      qs[i] = kZero16;
+    }
+  }
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {
+    __m512i u = nibbles_2x16(qs[2 * z], qs[2 * z + 1]);
+    if constexpr (T == DType::kQ5_0 || T == DType::kQ5_1) {
+      __mmask64 hb = static_cast<__mmask64>(qh[2 * z]) | static_cast<__mmask64>(qh[2 * z + 1]) << 32;
+      u = _mm512_mask_add_epi8(u, hb, u, _mm512_set1_epi8(16));
+    }
+    if constexpr (T == DType::kIQ4_NL) u = _mm512_shuffle_epi8(iq4_table(), u);
+    q.u[z] = u;
+  }
+  q.a = pairs(f16x8(d));
+  if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) {
+    q.b = _mm512_sub_ps(_mm512_setzero_ps(), pairs(f16x8(m)));
+  } else {
+    constexpr float kZeroPoint = T == DType::kQ4_0 ? 8.0f : T == DType::kQ5_0 ? 16.0f : 128.0f;
+    q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(kZeroPoint));
+  }
+}
+
+// ---- 256-value super-blocks: group g = block g ----
+
+STRATA_INLINE void unpack_q2_k(const char* row, int64_t g, QGroup& q) {
+  const auto& b = reinterpret_cast<const tensor::BlockQ2_K*>(row)[g];
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {  // values 64 z..: half z / 2, shifts 2 j0 and 2 j0 + 2
+    const int j0 = 2 * (z % 2);
+    __m512i v = _mm512_srli_epi16(dup32(b.qs + 32 * (z / 2)), 2 * j0);
+    v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 2);
+    q.u[z] = _mm512_and_si512(v, _mm512_set1_epi8(3));
+  }
+  __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)),
+                      _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
+  q.b = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.dmin)),
+                      _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
+}
+
+STRATA_INLINE void unpack_q3_k(const char* row, int64_t g, QGroup& q) {
+  const auto& b = reinterpret_cast<const tensor::BlockQ3_K*>(row)[g];
+  const __m512i hm = dup32(b.hmask);
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {
+    const int half = z / 2, j0 = 2 * (z % 2);
+    __m512i v = _mm512_srli_epi16(dup32(b.qs + 32 * half), 2 * j0);
+    v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 2);
+    v = _mm512_and_si512(v, _mm512_set1_epi8(3));
+    __mmask64 hb = bits_2x32(hm, 4 * half + j0, 4 * half + j0 + 1);
+    q.u[z] = _mm512_mask_add_epi8(v, hb, v, _mm512_set1_epi8(4));
+  }
+  alignas(16) uint8_t sc[16];
+  tensor::q3k_scales(b.scales, sc);
+  __m512i s = _mm512_sub_epi32(
+      _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))),
+      _mm512_set1_epi32(32));
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm512_cvtepi32_ps(s));
+  q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(4.0f));
+}
+
+template <bool kQ5>
+STRATA_INLINE void unpack_q45_k(const char* row, int64_t g, QGroup& q) {
+  const uint8_t *scales, *qs, *qh = nullptr;
+  uint16_t d, dmin;
+  if constexpr (kQ5) {
+    const auto& b = reinterpret_cast<const tensor::BlockQ5_K*>(row)[g];
+    scales = b.scales, qs = b.qs, qh = b.qh, d = b.d, dmin = b.dmin;
+  } else {
+    const auto& b = reinterpret_cast<const tensor::BlockQ4_K*>(row)[g];
+    scales = b.scales, qs = b.qs, d = b.d, dmin = b.dmin;
+  }
+  __m512i hv;
+  if constexpr (kQ5) hv = dup32(qh);
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {
+    __m512i u = nibbles_32(qs + 32 * z);
+    if constexpr (kQ5) {
+      u = _mm512_mask_add_epi8(u, bits_2x32(hv, 2 * z, 2 * z + 1), u, _mm512_set1_epi8(16));
+    }
+    q.u[z] = u;
+  }
+  alignas(32) float sc[8], mn[8];
+  for (int s = 0; s < 8; ++s) {
+    uint8_t a, m;
+    tensor::k4_scale_min(scales, s, &a, &m);
+    sc[s] = static_cast<float>(a);
+    mn[s] = static_cast<float>(m);
+  }
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(d)), pairs(_mm256_load_ps(sc)));
+  q.b = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(dmin)), pairs(_mm256_load_ps(mn)));
+}
+
+STRATA_INLINE void unpack_q6_k(const char* row, int64_t g, QGroup& q) {
+  const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
+  const __m512i three = _mm512_set1_epi8(3);
+#pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {
+    __m512i ql = _mm512_loadu_si512(b.ql + 64 * half);
+    __m512i qh = dup32(b.qh + 32 * half);
+    // values 128 half + [0, 64): low nibbles, qh bits 0-1 (lower) / 2-3 (upper)
+    __m512i h0 = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
+    h0 = _mm512_slli_epi16(_mm512_and_si512(h0, three), 4);
+    q.u[2 * half] = _mm512_or_si512(_mm512_and_si512(ql, nib_mask()), h0);
+    // values 128 half + [64, 128): high nibbles, qh bits 4-5 / 6-7
+    __m512i h1 = _mm512_srli_epi16(qh, 4);
+    h1 = _mm512_mask_srli_epi16(h1, 0xFFFF0000u, h1, 2);
+    h1 = _mm512_slli_epi16(_mm512_and_si512(h1, three), 4);
+    q.u[2 * half + 1] =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nib_mask()), h1);
+  }
+  __m512 sc = _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales))));
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), sc);
+  q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(32.0f));
+}
+
+STRATA_INLINE void unpack_iq4_xs(const char* row, int64_t g, QGroup& q) {
+  const auto& b = reinterpret_cast<const tensor::BlockIQ4_XS*>(row)[g];
+  const __m512i table = iq4_table();
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {
+    q.u[z] = _mm512_shuffle_epi8(table, nibbles_2x16(b.qs + 32 * z, b.qs + 32 * z + 16));
+  }
+  alignas(32) float sc[8];
+  for (int ib = 0; ib < 8; ++ib) {
+    int ls = ((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b.scales_h >> (2 * ib)) & 3) << 4);
+    sc[ib] = static_cast<float>(ls - 32);
+  }
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), pairs(_mm256_load_ps(sc)));
+  q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(128.0f));
+}
+
+template <DType T>
+STRATA_INLINE void unpack(const char* row, int64_t k, int64_t g, QGroup& q) {
+  if constexpr (T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ5_0 ||
+                T == DType::kQ5_1 || T == DType::kIQ4_NL) {
+    unpack_blocks32<T>(row, k, g, q);
+  } else if constexpr (T == DType::kQ2_K) {
+    unpack_q2_k(row, g, q);
+  } else if constexpr (T == DType::kQ3_K) {
+    unpack_q3_k(row, g, q);
+  } else if constexpr (T == DType::kQ4_K) {
+    unpack_q45_k<false>(row, g, q);
+  } else if constexpr (T == DType::kQ5_K) {
+    unpack_q45_k<true>(row, g, q);
+  } else if constexpr (T == DType::kQ6_K) {
+    unpack_q6_k(row, g, q);
+  } else {
+    static_assert(T == DType::kIQ4_XS);
+    unpack_iq4_xs(row, g, q);
+  }
+}
+
+// Bytes of one group (the stride between consecutive groups of a row).
+template <DType T>
+constexpr int64_t group_bytes() {
+  constexpr DType t = T;
+  if constexpr (t == DType::kQ4_0 || t == DType::kIQ4_NL) return 8 * 18;
+  if constexpr (t == DType::kQ4_1) return 8 * 20;
+  if constexpr (t == DType::kQ5_0) return 8 * 22;
+  if constexpr (t == DType::kQ5_1) return 8 * 24;
+  if constexpr (t == DType::kQ2_K) return 84;
+  if constexpr (t == DType::kQ3_K) return 110;
+  if constexpr (t == DType::kQ4_K) return 144;
+  if constexpr (t == DType::kQ5_K) return 176;
+  if constexpr (t == DType::kQ6_K) return 210;
+  return 136;  // IQ4_XS
+}
+
+// ---- decode: MR x rows against NR weight rows ----
+
+constexpr int64_t kPrefetchBytes = 2048;
+
+// Lane l of lanes_z(a, z) is a's factor for values 64 z + 4 l .. + 3.
+STRATA_INLINE __m512 lanes_z(__m512 a, int z) {
+  __m512i idx = _mm512_srli_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
+  return _mm512_permutexvar_ps(_mm512_add_epi32(idx, _mm512_set1_epi32(4 * z)), a);
+}
+
+// log2 of the zero point z of types whose weights are A * (u - z) (then
+// Σ u q_x - z Σ q_x is one vpdpbusd seeded with z * (-Σ q_x) per lane); -1
+// for types with a separate min term (w = A u - B).
+template <DType T>
+constexpr int zero_point_shift() {
+  constexpr DType t = T;
+  if constexpr (t == DType::kQ4_0) return 3;
+  if constexpr (t == DType::kQ5_0) return 4;
+  if constexpr (t == DType::kIQ4_NL || t == DType::kIQ4_XS) return 7;
+  if constexpr (t == DType::kQ6_K) return 5;
+  if constexpr (t == DType::kQ3_K) return 2;
+  return -1;
+}
+
+// Per-lane int32 sums of one zmm of codes with x: Σ u q_x (- z Σ q_x).
+template <DType T>
+STRATA_INLINE __m512i code_dot(__m512i u, __m512i xv, const int32_t* nsum4) {
+  if constexpr (zero_point_shift<T>() >= 0) {
+    __m512i seed = _mm512_slli_epi32(_mm512_loadu_si512(nsum4), zero_point_shift<T>());
+    return _mm512_dpbusd_epi32(seed, u, xv);
+  } else {
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv);
+  }
+}
+
+// ---- 32-value types: two blocks (64 values) per step ----
+
+// [h0 x 8, h1 x 8] as f32 lanes.
+STRATA_INLINE __m512 f16_pair(uint16_t h0, uint16_t h1) {
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(h0))),
+      _mm_set1_epi16(static_cast<short>(h1)), 1));
+}
+
+// Codes and per-lane factors of blocks blk[0], blk[1] (kTwo) or blk[0] alone.
+template <DType T, bool kTwo>
+STRATA_INLINE void pair_codes(const typename Block32<T>::B* blk, __m512i& u, __m512& dw,
+                              __m512& mw) {
+  u = nibbles_2x16(blk[0].qs, kTwo ? blk[1].qs : kZero16);
+  if constexpr (T == DType::kQ5_0 || T == DType::kQ5_1) {
+    uint32_t h0, h1 = 0;
+    __builtin_memcpy(&h0, blk[0].qh, 4);
+    if constexpr (kTwo) __builtin_memcpy(&h1, blk[1].qh, 4);
+    __mmask64 hb = static_cast<__mmask64>(h0) | static_cast<__mmask64>(h1) << 32;
+    u = _mm512_mask_add_epi8(u, hb, u, _mm512_set1_epi8(16));
+  }
+  if constexpr (T == DType::kIQ4_NL) u = _mm512_shuffle_epi8(iq4_table(), u);
+  dw = f16_pair(blk[0].d, kTwo ? blk[1].d : 0);
+  if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) {
+    mw = f16_pair(blk[0].m, kTwo ? blk[1].m : 0);
+  }
+}
+
+template <DType T, int MR, int NR, bool kTwo>
+STRATA_INLINE void pair_step(const MatmulArgs& a, const char* w0, int64_t row_bytes, int64_t i0,
+                             int64_t p, __m512 (&acc)[MR][NR]) {
+  using B = typename Block32<T>::B;
+  __m512i u[NR];
+  __m512 dw[NR], mw[NR];
+#pragma GCC unroll 16
+  for (int r = 0; r < NR; ++r) {
+    const B* blk = reinterpret_cast<const B*>(w0 + r * row_bytes) + 2 * p;
+    _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
+    pair_codes<T, kTwo>(blk, u[r], dw[r], mw[r]);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const int64_t xi = i0 + i;
+    __m512i xv = _mm512_loadu_si512(a.x_q8s + xi * a.k_pad256 + 64 * p);
+    __m512 d = _mm512_loadu_ps(a.x_q8_scale + xi * (a.k_pad256 / 4) + 16 * p);
+    const int64_t lane = xi * (a.k_pad256 / 4) + 16 * p;
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) {
+      __m512i s = code_dot<T>(u[r], xv, a.x_q8_nsum4 + lane);
+      acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[r], d), acc[i][r]);
+      if constexpr (zero_point_shift<T>() < 0) {
+        acc[i][r] = _mm512_fmadd_ps(mw[r], _mm512_loadu_ps(a.x_q8_fsum4 + lane), acc[i][r]);
+      }
+    }
+  }
+}
+
+template <DType T, int MR, int NR>
+void tile_blocks32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
+  const int64_t nb = a.k / 32;
+  int64_t p = 0;
+  for (; 2 * p + 2 <= nb; ++p) pair_step<T, MR, NR, true>(a, w0, row_bytes, i0, p, acc);
+  if (2 * p < nb) pair_step<T, MR, NR, false>(a, w0, row_bytes, i0, p, acc);
+  store_tile<MR, NR>(acc, a.y + i0 * a.n + j0, a.n, a.bias != nullptr ? a.bias + j0 : nullptr,
+                     false);
+}
+
+template <DType T, int MR, int NR>
+void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
+  const int64_t groups = a.k_pad256 / 256;
+  for (int64_t g = 0; g < groups; ++g) {
+    QGroup q[NR];
+    __m512 az[NR][4];
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) {
+      const char* row = w0 + r * row_bytes;
+      // Rows are short (a few groups): prefetch kPrefetchBytes ahead in the
+      // weight stream, which runs on into the next rows.
+      const char* ahead = row + g * group_bytes<T>() + kPrefetchBytes;
+      for (int64_t off = 0; off < group_bytes<T>(); off += 64) {
+        _mm_prefetch(ahead + off, _MM_HINT_T0);
+      }
+      unpack<T>(row, a.k, g, q[r]);
+#pragma GCC unroll 4
+      for (int z = 0; z < 4; ++z) az[r][z] = lanes_z(q[r].a, z);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = i0 + i;
+      const int8_t* xq = a.x_q8s + xi * a.k_pad256 + g * 256;
+      const float* dx = a.x_q8_scale + xi * (a.k_pad256 / 4) + g * 64;
+#pragma GCC unroll 4
+      for (int z = 0; z < 4; ++z) {
+        __m512i xv = _mm512_loadu_si512(xq + 64 * z);
+        __m512 d = _mm512_loadu_ps(dx + 16 * z);
+        const int32_t* ns = a.x_q8_nsum4 + xi * (a.k_pad256 / 4) + g * 64 + 16 * z;
+#pragma GCC unroll 16
+        for (int r = 0; r < NR; ++r) {
+          __m512i s = code_dot<T>(q[r].u[z], xv, ns);
+          acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(az[r][z], d), acc[i][r]);
+        }
+      }
+      if constexpr (zero_point_shift<T>() < 0) {
+        __m512 xs = _mm512_loadu_ps(a.x_q8_sum16 + xi * (a.k_pad256 / 16) + g * 16);
+#pragma GCC unroll 16
+        for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fnmadd_ps(q[r].b, xs, acc[i][r]);
+      }
+    }
+  }
+  store_tile<MR, NR>(acc, a.y + i0 * a.n + j0, a.n, a.bias != nullptr ? a.bias + j0 : nullptr,
+                     false);
+}
+
+template <DType T>
+constexpr bool is_blocks32() {
+  return T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ5_0 || T == DType::kQ5_1 ||
+         T == DType::kIQ4_NL;
+}
+
+template <DType T, int MR, int NR>
+STRATA_INLINE void tile_any(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
+  if constexpr (is_blocks32<T>()) {
+    tile_blocks32<T, MR, NR>(a, row_bytes, i0, j0);
+  } else {
+    tile_lowbit<T, MR, NR>(a, row_bytes, i0, j0);
+  }
+}
+
+template <DType T, int MR>
+void rows_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin,
+                 int64_t n_end) {
+  int64_t j = n_begin;
+  if constexpr (MR > 1) {  // one x row: one weight row at a time (see rows_bf16)
+    for (; j + 2 <= n_end; j += 2) tile_any<T, MR, 2>(a, row_bytes, i0, j);
+  }
+  for (; j < n_end; ++j) tile_any<T, MR, 1>(a, row_bytes, i0, j);
+}
+
+template <DType T>
+void matmul_lowbit_typed(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  const int64_t row_bytes = a.k / tensor::dtype_block_size(T) * tensor::dtype_block_bytes(T);
+  for (int64_t jb = n_begin; jb < n_end; jb += 32) {
+    const int64_t je = min64(jb + 32, n_end);
+    int64_t i = 0;
+    for (; i + 4 <= a.m; i += 4) rows_lowbit<T, 4>(a, row_bytes, i, jb, je);
+    switch (a.m - i) {
+      case 3:
+        rows_lowbit<T, 3>(a, row_bytes, i, jb, je);
+        break;
+      case 2:
+        rows_lowbit<T, 2>(a, row_bytes, i, jb, je);
+        break;
+      case 1:
+        rows_lowbit<T, 1>(a, row_bytes, i, jb, je);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// ---- prefill: dequantize to bf16 ----
+
+template <DType T>
+void dequant_rows_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                       uint16_t* out, int64_t out_stride) {
+  const int64_t row_bytes = a.k / tensor::dtype_block_size(T) * tensor::dtype_block_bytes(T);
+  for (int64_t r = 0; r < rows; ++r) {
+    const char* row = static_cast<const char*>(a.w) + (j0 + r) * row_bytes;
+    uint16_t* o = out + r * out_stride;
+    for (int64_t g = k0 / 256; g * 256 < k0 + kc; ++g) {
+      QGroup q;
+      unpack<T>(row, a.k, g, q);
+      alignas(64) float fa[16], fb[16];
+      _mm512_store_ps(fa, q.a);
+      _mm512_store_ps(fb, q.b);
+      const int64_t left = k0 + kc - g * 256;  // values of this group inside the tile
+#pragma GCC unroll 4
+      for (int z = 0; z < 4; ++z) {
+        if (64 * z >= left) break;
+        __m512 w[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          __m512 u = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+              c == 0   ? _mm512_castsi512_si128(q.u[z])
+              : c == 1 ? _mm512_extracti32x4_epi32(q.u[z], 1)
+              : c == 2 ? _mm512_extracti32x4_epi32(q.u[z], 2)
+                       : _mm512_extracti32x4_epi32(q.u[z], 3)));
+          w[c] = _mm512_fmsub_ps(u, _mm512_set1_ps(fa[4 * z + c]), _mm512_set1_ps(fb[4 * z + c]));
+        }
+        uint16_t* dst = o + (g * 256 - k0) + 64 * z;
+        __m512i lo = (__m512i)_mm512_cvtne2ps_pbh(w[1], w[0]);
+        __m512i hi = (__m512i)_mm512_cvtne2ps_pbh(w[3], w[2]);
+        const int64_t n = min64(64, left - 64 * z);
+        _mm512_mask_storeu_epi16(dst, tail_mask32(n), lo);
+        if (n > 32) _mm512_mask_storeu_epi16(dst + 32, tail_mask32(n - 32), hi);
+      }
+    }
+  }
+}
+
+template <template <DType> class F, class... Args>
+void dispatch_lowbit(DType t, Args&&... args) {
+  switch (t) {
+    case DType::kQ4_0: return F<DType::kQ4_0>::run(args...);
+    case DType::kQ4_1: return F<DType::kQ4_1>::run(args...);
+    case DType::kQ5_0: return F<DType::kQ5_0>::run(args...);
+    case DType::kQ5_1: return F<DType::kQ5_1>::run(args...);
+    case DType::kIQ4_NL: return F<DType::kIQ4_NL>::run(args...);
+    case DType::kQ2_K: return F<DType::kQ2_K>::run(args...);
+    case DType::kQ3_K: return F<DType::kQ3_K>::run(args...);
+    case DType::kQ4_K: return F<DType::kQ4_K>::run(args...);
+    case DType::kQ5_K: return F<DType::kQ5_K>::run(args...);
+    case DType::kQ6_K: return F<DType::kQ6_K>::run(args...);
+    case DType::kIQ4_XS: return F<DType::kIQ4_XS>::run(args...);
+    default: return;
+  }
+}
+
+template <DType T>
+struct MatmulLowbit {
+  static void run(const MatmulArgs& a, int64_t b, int64_t e) { matmul_lowbit_typed<T>(a, b, e); }
+};
+template <DType T>
+struct DequantLowbit {
+  static void run(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                  uint16_t* out, int64_t stride) {
+    dequant_rows_bf16<T>(a, j0, rows, k0, kc, out, stride);
+  }
+};
+
+}  // namespace
+
+void avx512_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  dispatch_lowbit<MatmulLowbit>(a.w_dtype, a, n_begin, n_end);
+}
+
+void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                int64_t kc, uint16_t* out, int64_t out_stride) {
+  dispatch_lowbit<DequantLowbit>(a.w_dtype, a, j0, rows, k0, kc, out, out_stride);
+}
+
+void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
+                           const Q8GroupsOut& out) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * k;
+    int8_t* qr = out.q + r * k_pad256;
+    float* sr = out.scale + r * (k_pad256 / 4);
+    float* s16 = out.sum16 + r * (k_pad256 / 16);
+    int32_t* n4 = out.nsum4 + r * (k_pad256 / 4);
+    float* f4 = out.fsum4 + r * (k_pad256 / 4);
+    for (int64_t b = 0; b < k_pad256 / 32; ++b) {
+      float d = 0.0f;
+      __m128i q0 = _mm_setzero_si128(), q1 = _mm_setzero_si128();
+      int32_t sum0 = 0, sum1 = 0;
+      if (b * 32 < k) {
+        __m512 lo = _mm512_loadu_ps(xr + b * 32);
+        __m512 hi = _mm512_loadu_ps(xr + b * 32 + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+        d = amax / 127.0f;
+        __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+        // vcvtps2dq rounds to nearest even (default MXCSR); vpmovsdb saturates.
+        __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(lo, id));
+        __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(hi, id));
+        q0 = _mm512_cvtsepi32_epi8(i0);
+        q1 = _mm512_cvtsepi32_epi8(i1);
+        sum0 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q0));
+        sum1 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q1));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32), q0);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32 + 16), q1);
+      _mm256_storeu_ps(sr + (b / 2) * 16 + (b % 2) * 8, _mm256_set1_ps(d));
+      s16[2 * b] = d * static_cast<float>(sum0);
+      s16[2 * b + 1] = d * static_cast<float>(sum1);
+    }
+    // Per 4 values: -Σ q (int32) and d * Σ q (f32), in the lane layout of
+    // vpdpbusd over 64 values (the scale lanes above).
+    for (int64_t v = 0; v < k_pad256; v += 64) {
+      __m512i xv = _mm512_loadu_si512(qr + v);
+      __m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xv);
+      _mm512_storeu_si512(n4 + v / 4, _mm512_sub_epi32(_mm512_setzero_si512(), s4));
+      _mm512_storeu_ps(f4 + v / 4, _mm512_mul_ps(_mm512_cvtepi32_ps(s4), _mm512_loadu_ps(sr + v / 4)));
+    }
+  }
+}
+
+}  // namespace strata::ops::cpu

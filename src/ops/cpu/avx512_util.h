@@ -1,0 +1,95 @@
+// Helpers shared by the AVX-512 translation units (avx512.cc,
+// avx512_quant.cc): horizontal sums in a fixed order, tile stores, masks.
+// Include only from files compiled with the AVX-512 flags (see
+// ops/CMakeLists.txt); everything here is inline, in an unnamed namespace.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "ops/cpu/kernels.h"
+
+namespace strata::ops::cpu {
+
+// Dequantizes rows [j0, j0 + rows) x k-values [k0, k0 + kc) of a weight of a
+// tensor::is_low_bit_quant() type to bf16 in out [rows, out_stride]; k0 and
+// kc are multiples of 256 (kc may end at k). Defined in avx512_quant.cc.
+void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                int64_t kc, uint16_t* out, int64_t out_stride);
+// Table entries defined in avx512_quant.cc (see KernelTable).
+void avx512_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
+                           const Q8GroupsOut& out);
+
+namespace {
+
+#define STRATA_INLINE inline __attribute__((always_inline))
+
+STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+STRATA_INLINE __mmask16 tail_mask16(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+}
+STRATA_INLINE __mmask32 tail_mask32(int64_t left) {
+  return left >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << left) - 1);
+}
+
+// {Σa, Σb, Σc, Σd}; every lane is reduced in the same fixed order.
+STRATA_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
+  __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));
+  __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s),
+                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+}
+
+STRATA_INLINE float reduce1(__m512 a) { return _mm_cvtss_f32(reduce4(a, a, a, a)); }
+
+// Stores the NR (1 or 4) reduced sums of one x row: y[0..NR) (= or +=)
+// sums (+ bias). Takes the accumulators by value: passing their address would
+// make GCC keep the whole accumulator array in memory inside the k loop.
+STRATA_INLINE void store_sums4(__m512 a, __m512 b, __m512 c, __m512 d, float* y, const float* bias,
+                               bool accumulate) {
+  __m128 s = reduce4(a, b, c, d);
+  if (accumulate) s = _mm_add_ps(s, _mm_loadu_ps(y));
+  if (bias != nullptr) s = _mm_add_ps(s, _mm_loadu_ps(bias));
+  _mm_storeu_ps(y, s);
+}
+
+STRATA_INLINE void store_sums2(__m512 a, __m512 b, float* y, const float* bias, bool accumulate) {
+  __m128 s = reduce4(a, b, a, b);
+  for (int r = 0; r < 2; ++r) {
+    float v = s[r];
+    if (accumulate) v += y[r];
+    if (bias != nullptr) v += bias[r];
+    y[r] = v;
+  }
+}
+
+STRATA_INLINE void store_sums1(__m512 a, float* y, const float* bias, bool accumulate) {
+  float s = reduce1(a);
+  if (accumulate) s += *y;
+  if (bias != nullptr) s += *bias;
+  *y = s;
+}
+
+template <int MR, int NR>
+STRATA_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t y_stride,
+                              const float* bias, bool accumulate) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    if constexpr (NR == 4) {
+      store_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], y + i * y_stride, bias, accumulate);
+    } else if constexpr (NR == 2) {
+      store_sums2(acc[i][0], acc[i][1], y + i * y_stride, bias, accumulate);
+    } else {
+      store_sums1(acc[i][0], y + i * y_stride, bias, accumulate);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::ops::cpu

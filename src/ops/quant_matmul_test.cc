@@ -1,0 +1,294 @@
+// Matmuls with GGUF's low-bit weight types (Q4_0 ... Q6_K, IQ4_*) on both
+// kernel tables against ops/reference: the int8-activation decode kernels
+// against the reference with the same activation quantization, the prefill
+// path against bf16-rounded math, and the invariants (batch, thread count).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "ops/cpu/kernels.h"
+#include "ops/ops.h"
+#include "ops/reference.h"
+#include "tensor/quant_testing.h"
+
+namespace strata::ops {
+namespace {
+
+using tensor::DType;
+using tensor::testing::kLowBitQuantTypes;
+
+std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+struct QuantWeight {
+  std::string bytes;
+  tensor::TensorView view;
+};
+
+QuantWeight random_weight(DType t, int64_t n, int64_t k, uint32_t seed) {
+  QuantWeight w;
+  w.bytes = tensor::testing::random_quantized(t, n * k, seed);
+  w.view.data = w.bytes.data();
+  w.view.dtype = t;
+  w.view.shape = {n, k};
+  return w;
+}
+
+// Max over outputs of |y - ref| / (Σ_l |x_l w_l| + |bias| + tiny).
+double normalized_error(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
+                        const float* y, const float* ref) {
+  int64_t n = w.dim(0), k = w.dim(1);
+  std::vector<float> wf(static_cast<size_t>(n * k));
+  tensor::convert_to_f32(w.data, w.dtype, n * k, wf.data());
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double scale = 1e-30 + (bias != nullptr ? std::fabs(bias[j]) : 0.0);
+      for (int64_t l = 0; l < k; ++l) scale += std::fabs(x[i * k + l] * wf[j * k + l]);
+      worst = std::max(worst, std::fabs(double(y[i * n + j]) - ref[i * n + j]) / scale);
+    }
+  }
+  return worst;
+}
+
+void run_matmul_active(const float* x, int64_t m, const MatmulWeight& w, float* y,
+                       ThreadPool& pool) {
+  cpu::run_matmul(cpu::active_kernels(), x, m, w, nullptr, y, pool);
+}
+
+class QuantMatmulTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "generic") {
+      table_ = &cpu::generic_kernels();
+    } else if (cpu::avx512_supported()) {
+      table_ = cpu::avx512_kernels();
+    } else {
+      GTEST_SKIP() << "CPU lacks AVX-512 BF16; avx512 kernels not testable here";
+    }
+  }
+  const cpu::KernelTable* table_ = nullptr;
+  ThreadPool pool_{2};
+};
+
+std::vector<int64_t> ks_for(DType t) {
+  if (tensor::dtype_block_size(t) == 32) return {32, 96, 256, 896, 1088};
+  return {256, 512, 1280};
+}
+
+TEST_P(QuantMatmulTest, MatchesReference) {
+  int variant = 0;
+  for (DType t : kLowBitQuantTypes) {
+    for (int64_t k : ks_for(t)) {
+      for (int64_t m : {1, 2, 3, 4, 5, 9, 16, 17, 40}) {
+        if (m > 16 && k > 512) continue;  // prefill sizes: two per type are enough
+        for (int64_t n : {1, 3, 17, 67}) {
+          SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " m=" + std::to_string(m) +
+                       " n=" + std::to_string(n) + " k=" + std::to_string(k));
+          uint32_t seed = static_cast<uint32_t>(m * 131 + n * 7 + k + 1000 * static_cast<int>(t));
+          QuantWeight qw = random_weight(t, n, k, seed);
+          MatmulWeight w = MatmulWeight::prepare(qw.view);
+          int xoff = variant % 5, yoff = (variant + 2) % 3;
+          std::vector<float> xbuf = random_floats(m * k + xoff, seed + 1, -3.0f, 3.0f);
+          for (int64_t i = 0; i < m; ++i) xbuf[xoff + i * k + (i * 37) % k] = 40.0f;  // outliers
+          const float* x = xbuf.data() + xoff;
+          std::vector<float> bias = random_floats(n, seed + 2);
+          const float* bp = variant % 2 == 0 ? bias.data() : nullptr;
+          std::vector<float> ybuf(static_cast<size_t>(m * n + yoff), NAN), ref(m * n);
+          float* y = ybuf.data() + yoff;
+          cpu::run_matmul(*table_, x, m, w, bp, y, pool_);
+          double tol;
+          if (cpu::uses_lowbit_kernel(*table_, t, m)) {
+            reference::matmul_q8_activations(x, m, qw.view, bp, ref.data());
+            tol = 2e-6;  // int32 sums exact; f32 scaling and summation order differ
+          } else if (cpu::matmul_mode(t, m) == cpu::MatmulMode::kF32) {
+            reference::matmul(x, m, qw.view, bp, ref.data());
+            tol = 1e-5;
+          } else {
+            reference::matmul_bf16_rounded(x, m, qw.view, bp, true, ref.data());
+            tol = 1e-5;
+          }
+          ASSERT_LT(normalized_error(x, m, qw.view, bp, y, ref.data()), tol);
+          ++variant;
+        }
+      }
+    }
+  }
+}
+
+// Each row of a batch gets the same bits as when it runs alone, and the
+// thread count does not change them (decode and prefill sizes).
+TEST_P(QuantMatmulTest, BatchAndThreadInvariant) {
+  ThreadPool one(1);
+  for (DType t : kLowBitQuantTypes) {
+    const int64_t n = 150, k = tensor::dtype_block_size(t) == 32 ? 896 : 768;
+    QuantWeight qw = random_weight(t, n, k, 77 + static_cast<int>(t));
+    MatmulWeight w = MatmulWeight::prepare(qw.view);
+    for (int64_t m : {9, 40}) {
+      SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " m=" + std::to_string(m));
+      std::vector<float> x = random_floats(m * k, 78);
+      std::vector<float> y2(m * n), y1(m * n), row(n);
+      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y2.data(), pool_);
+      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y1.data(), one);
+      ASSERT_EQ(y1, y2);
+      if (m > cpu::kDecodeMaxRows) continue;  // a single row is decode, not prefill
+      for (int64_t i = 0; i < m; ++i) {
+        cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, row.data(), pool_);
+        for (int64_t j = 0; j < n; ++j) ASSERT_EQ(row[j], y2[i * n + j]) << i << "," << j;
+      }
+    }
+  }
+}
+
+// Error of int8 activations against exact math with the stored weights,
+// relative to Σ|x·w| (the same bound as Q8_0's, BENCHMARKS.md).
+TEST_P(QuantMatmulTest, ActivationErrorBound) {
+  if (!cpu::uses_lowbit_kernel(*table_, DType::kQ4_K, 1)) {
+    GTEST_SKIP() << "no AVX512-VNNI low-bit decode kernel in this table / on this CPU";
+  }
+  for (DType t : kLowBitQuantTypes) {
+    const int64_t m = 4, n = 32, k = 1024;
+    QuantWeight qw = random_weight(t, n, k, 5);
+    MatmulWeight w = MatmulWeight::prepare(qw.view);
+    std::vector<float> x = random_floats(m * k, 6);
+    std::vector<float> y(m * n), ref(m * n);
+    cpu::run_matmul(*table_, x.data(), m, w, nullptr, y.data(), pool_);
+    reference::matmul(x.data(), m, qw.view, nullptr, ref.data());
+    EXPECT_LT(normalized_error(x.data(), m, qw.view, nullptr, y.data(), ref.data()), 1e-2)
+        << tensor::dtype_name(t);
+  }
+}
+
+// Blocks llama.cpp quantized itself (SQDQ files from `llama_run dequant`; the
+// ctest golden.blocks_vs_llamacpp sets STRATA_LLAMACPP_DEQUANT_DIR): the
+// kernels' products against llama.cpp's dequantized values of the same bytes,
+// with x quantized as the decode kernels do (m <= 16) or bf16-rounded math
+// (prefill).
+DType from_ggml(uint32_t t) {
+  switch (t) {
+    case 2: return DType::kQ4_0;
+    case 3: return DType::kQ4_1;
+    case 6: return DType::kQ5_0;
+    case 7: return DType::kQ5_1;
+    case 8: return DType::kQ8_0;
+    case 10: return DType::kQ2_K;
+    case 11: return DType::kQ3_K;
+    case 12: return DType::kQ4_K;
+    case 13: return DType::kQ5_K;
+    case 14: return DType::kQ6_K;
+    case 20: return DType::kIQ4_NL;
+    case 23: return DType::kIQ4_XS;
+    default: return DType::kF32;
+  }
+}
+
+struct LlamaCppBlocks {
+  DType dtype = DType::kF32;
+  int64_t rows = 0, cols = 0;
+  std::string bytes;
+  std::vector<float> values;  // llama.cpp's dequantization
+};
+
+bool read_sqdq(const std::string& path, LlamaCppBlocks* out) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  char magic[4];
+  uint32_t type = 0;
+  uint64_t rows = 0, cols = 0, nbytes = 0;
+  bool ok = std::fread(magic, 1, 4, f) == 4 && std::string(magic, 4) == "SQDQ" &&
+            std::fread(&type, 4, 1, f) == 1 && std::fread(&rows, 8, 1, f) == 1 &&
+            std::fread(&cols, 8, 1, f) == 1 && std::fread(&nbytes, 8, 1, f) == 1;
+  if (ok) {
+    out->dtype = from_ggml(type);
+    out->rows = static_cast<int64_t>(rows);
+    out->cols = static_cast<int64_t>(cols);
+    out->bytes.resize(nbytes);
+    out->values.resize(rows * cols);
+    ok = std::fread(out->bytes.data(), 1, nbytes, f) == nbytes &&
+         std::fread(out->values.data(), 4, out->values.size(), f) == out->values.size();
+  }
+  std::fclose(f);
+  return ok;
+}
+
+// Reference with the given f32 weights: x quantized per 32 as the kernels do.
+void q8_reference(const float* x, int64_t m, const std::vector<float>& w, int64_t n, int64_t k,
+                  float* y) {
+  tensor::TensorView wv;
+  wv.data = w.data();
+  wv.dtype = DType::kF32;
+  wv.shape = {n, k};
+  reference::matmul_q8_activations(x, m, wv, nullptr, y);
+}
+
+TEST(QuantMatmulVsLlamaCpp, DecodeKernelsOnLlamaCppBlocks) {
+  const char* dir = std::getenv("STRATA_LLAMACPP_DEQUANT_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "run through the ctest golden.blocks_vs_llamacpp";
+  ThreadPool pool(2);
+  for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K",
+                           "q6_K", "iq4_nl", "iq4_xs"}) {
+    LlamaCppBlocks b;
+    ASSERT_TRUE(read_sqdq(std::string(dir) + "/" + name + ".bin", &b)) << name;
+    ASSERT_TRUE(tensor::is_quantized(b.dtype)) << name;
+    tensor::TensorView wv;
+    wv.data = b.bytes.data();
+    wv.dtype = b.dtype;
+    wv.shape = {b.rows, b.cols};
+    MatmulWeight w = MatmulWeight::prepare(wv);
+    for (int64_t m : {1, 7}) {
+      std::vector<float> x = random_floats(m * b.cols, 21, -2.0f, 2.0f);
+      std::vector<float> y(m * b.rows), ref(m * b.rows);
+      run_matmul_active(x.data(), m, w, y.data(), pool);
+      q8_reference(x.data(), m, b.values, b.rows, b.cols, ref.data());
+      double tol = cpu::uses_lowbit_kernel(cpu::active_kernels(), b.dtype, m) ||
+                           cpu::uses_q8_activations(cpu::active_kernels(), b.dtype, m)
+                       ? 2e-6
+                       : 1e-2;  // portable kernels: exact f32 weights and x, vs int8 x
+      ASSERT_LT(normalized_error(x.data(), m, wv, nullptr, y.data(), ref.data()), tol)
+          << name << " m=" << m;
+    }
+  }
+}
+
+TEST(QuantMatmulVsLlamaCpp, PrefillOnLlamaCppBlocks) {
+  const char* dir = std::getenv("STRATA_LLAMACPP_DEQUANT_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "run through the ctest golden.blocks_vs_llamacpp";
+  ThreadPool pool(2);
+  for (const char* name : {"q4_0", "q5_1", "q3_K", "q4_K", "q6_K", "iq4_xs"}) {
+    LlamaCppBlocks b;
+    ASSERT_TRUE(read_sqdq(std::string(dir) + "/" + name + ".bin", &b)) << name;
+    tensor::TensorView wv;
+    wv.data = b.bytes.data();
+    wv.dtype = b.dtype;
+    wv.shape = {b.rows, b.cols};
+    MatmulWeight w = MatmulWeight::prepare(wv);
+    const int64_t m = 33;
+    std::vector<float> x = random_floats(m * b.cols, 22);
+    std::vector<float> y(m * b.rows), ref(m * b.rows);
+    run_matmul_active(x.data(), m, w, y.data(), pool);
+    tensor::TensorView fv;
+    fv.data = b.values.data();
+    fv.dtype = DType::kF32;
+    fv.shape = {b.rows, b.cols};
+    reference::matmul_bf16_rounded(x.data(), m, fv, nullptr, true, ref.data());
+    ASSERT_LT(normalized_error(x.data(), m, wv, nullptr, y.data(), ref.data()), 1e-5) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, QuantMatmulTest, ::testing::Values("generic", "avx512"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace
+}  // namespace strata::ops
