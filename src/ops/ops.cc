@@ -24,11 +24,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "base/check.h"
 #include "base/cpu_features.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/onednn_gemm.h"
 
 namespace strata::ops {
 
@@ -110,21 +112,30 @@ T* scratch(int64_t count) {
 
 }  // namespace
 
+// Quantized weights switch numerics above this m (int8 or exact f32 x below,
+// bf16 tiles for the prefill GEMM above) only when oneDNN's GEMM is in use:
+// without it (STRATA_NO_ONEDNN=1, the exact mode) every m keeps the decode
+// numerics, so a row's result never depends on how many rows share its step.
+int64_t quantized_decode_rows() {
+  static const int64_t rows = onednn_enabled() ? kDecodeMaxRows : INT64_MAX;
+  return rows;
+}
+
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m) {
   if (w_dtype == tensor::DType::kBF16) return MatmulMode::kBF16;
-  if (tensor::is_quantized(w_dtype) && m > kDecodeMaxRows) return MatmulMode::kBF16;
+  if (tensor::is_quantized(w_dtype) && m > quantized_decode_rows()) return MatmulMode::kBF16;
   return MatmulMode::kF32;
 }
 
 bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m) {
   static const bool vnni = cpu_features().avx512_vnni;
-  return vnni && tensor::is_low_bit_quant(w_dtype) && m <= kDecodeMaxRows &&
+  return vnni && tensor::is_low_bit_quant(w_dtype) && m <= quantized_decode_rows() &&
          t.matmul_lowbit_range != nullptr && t.x_to_q8_groups != nullptr;
 }
 
 bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m) {
   static const bool vnni = cpu_features().avx512_vnni;
-  return vnni && w_dtype == tensor::DType::kQ8_0 && m <= kDecodeMaxRows &&
+  return vnni && w_dtype == tensor::DType::kQ8_0 && m <= quantized_decode_rows() &&
          t.matmul_q8q8_range != nullptr && t.x_to_q8 != nullptr;
 }
 
@@ -142,8 +153,9 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   a.w_dtype = w.dtype();
   a.bias = bias;
   a.y = y;
-  bool prefill =
-      m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && w.dtype() != tensor::DType::kF16;
+  bool prefill = m > kDecodeMaxRows && t.matmul_prefill_range != nullptr &&
+                 w.dtype() != tensor::DType::kF16 &&
+                 (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows());
   if (uses_lowbit_kernel(t, w.dtype(), m)) {
     // Quantize x once on the calling thread; workers only read it.
     a.k_pad256 = round_up(w.k(), 256);

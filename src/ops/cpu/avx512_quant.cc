@@ -204,15 +204,24 @@ STRATA_INLINE void unpack_q45_k(const char* row, int64_t g, QGroup& q) {
     }
     q.u[z] = u;
   }
-  alignas(32) float sc[8], mn[8];
-  for (int s = 0; s < 8; ++s) {
-    uint8_t a, m;
-    tensor::k4_scale_min(scales, s, &a, &m);
-    sc[s] = static_cast<float>(a);
-    mn[s] = static_cast<float>(m);
-  }
-  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(d)), pairs(_mm256_load_ps(sc)));
-  q.b = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(dmin)), pairs(_mm256_load_ps(mn)));
+  // tensor::k4_scale_min() for all 8 sub-blocks at once, on the 3 words of
+  // the packed scales: bytes 0-3 of w0/w1 carry scales/mins 0-3 (6 bits) and
+  // the top 2 bits of scales/mins 4-7, whose low 4 bits are in w2's nibbles.
+  uint32_t w0, w1, w2;
+  __builtin_memcpy(&w0, scales, 4);
+  __builtin_memcpy(&w1, scales + 4, 4);
+  __builtin_memcpy(&w2, scales + 8, 4);
+  const uint32_t sc_lo = w0 & 0x3F3F3F3Fu, mn_lo = w1 & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (w2 & 0x0F0F0F0Fu) | ((w0 >> 6) & 0x03030303u) << 4;
+  const uint32_t mn_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 6) & 0x03030303u) << 4;
+  __m128i packed = _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo),
+                                 static_cast<int>(sc_hi), static_cast<int>(sc_lo));
+  // lanes 0-7: scales, 8-15: mins
+  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(packed));
+  f = _mm512_mul_ps(f, _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(_cvtsh_ss(d)),
+                                            _mm512_set1_ps(_cvtsh_ss(dmin))));
+  q.a = pairs(_mm512_castps512_ps256(f));
+  q.b = pairs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
 }
 
 STRATA_INLINE void unpack_q6_k(const char* row, int64_t g, QGroup& q) {
@@ -298,9 +307,11 @@ constexpr int64_t kPrefetchBytes = 2048;
 
 // Lane l of lanes_z(a, z) is a's factor for values 64 z + 4 l .. + 3.
 STRATA_INLINE __m512 lanes_z(__m512 a, int z) {
-  __m512i idx = _mm512_srli_epi32(
-      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
-  return _mm512_permutexvar_ps(_mm512_add_epi32(idx, _mm512_set1_epi32(4 * z)), a);
+  const int b = 4 * z;
+  return _mm512_permutexvar_ps(
+      _mm512_set_epi32(b + 3, b + 3, b + 3, b + 3, b + 2, b + 2, b + 2, b + 2, b + 1, b + 1, b + 1,
+                       b + 1, b, b, b, b),
+      a);
 }
 
 // log2 of the zero point z of types whose weights are A * (u - z) (then
@@ -411,8 +422,8 @@ void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0)
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const int64_t groups = a.k_pad256 / 256;
   for (int64_t g = 0; g < groups; ++g) {
-    QGroup q[NR];
-    __m512 az[NR][4];
+    // One weight row's group at a time (its codes and factors stay in
+    // registers while every x row meets them).
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
       const char* row = w0 + r * row_bytes;
@@ -422,30 +433,27 @@ void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0)
       for (int64_t off = 0; off < group_bytes<T>(); off += 64) {
         _mm_prefetch(ahead + off, _MM_HINT_T0);
       }
-      unpack<T>(row, a.k, g, q[r]);
+      QGroup q;
+      unpack<T>(row, a.k, g, q);
+      __m512 az[4];
 #pragma GCC unroll 4
-      for (int z = 0; z < 4; ++z) az[r][z] = lanes_z(q[r].a, z);
-    }
+      for (int z = 0; z < 4; ++z) az[z] = lanes_z(q.a, z);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const int64_t xi = i0 + i;
-      const int8_t* xq = a.x_q8s + xi * a.k_pad256 + g * 256;
-      const float* dx = a.x_q8_scale + xi * (a.k_pad256 / 4) + g * 64;
+      for (int i = 0; i < MR; ++i) {
+        const int64_t xi = i0 + i;
+        const int8_t* xq = a.x_q8s + xi * a.k_pad256 + g * 256;
+        const float* dx = a.x_q8_scale + xi * (a.k_pad256 / 4) + g * 64;
+        const int32_t* ns = a.x_q8_nsum4 + xi * (a.k_pad256 / 4) + g * 64;
 #pragma GCC unroll 4
-      for (int z = 0; z < 4; ++z) {
-        __m512i xv = _mm512_loadu_si512(xq + 64 * z);
-        __m512 d = _mm512_loadu_ps(dx + 16 * z);
-        const int32_t* ns = a.x_q8_nsum4 + xi * (a.k_pad256 / 4) + g * 64 + 16 * z;
-#pragma GCC unroll 16
-        for (int r = 0; r < NR; ++r) {
-          __m512i s = code_dot<T>(q[r].u[z], xv, ns);
-          acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(az[r][z], d), acc[i][r]);
+        for (int z = 0; z < 4; ++z) {
+          __m512i s = code_dot<T>(q.u[z], _mm512_loadu_si512(xq + 64 * z), ns + 16 * z);
+          acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+                                      _mm512_mul_ps(az[z], _mm512_loadu_ps(dx + 16 * z)), acc[i][r]);
         }
-      }
-      if constexpr (zero_point_shift<T>() < 0) {
-        __m512 xs = _mm512_loadu_ps(a.x_q8_sum16 + xi * (a.k_pad256 / 16) + g * 16);
-#pragma GCC unroll 16
-        for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fnmadd_ps(q[r].b, xs, acc[i][r]);
+        if constexpr (zero_point_shift<T>() < 0) {
+          __m512 xs = _mm512_loadu_ps(a.x_q8_sum16 + xi * (a.k_pad256 / 16) + g * 16);
+          acc[i][r] = _mm512_fnmadd_ps(q.b, xs, acc[i][r]);
+        }
       }
     }
   }
@@ -472,8 +480,15 @@ template <DType T, int MR>
 void rows_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin,
                  int64_t n_end) {
   int64_t j = n_begin;
-  if constexpr (MR > 1) {  // one x row: one weight row at a time (see rows_bf16)
+  if constexpr (MR > 1) {
     for (; j + 2 <= n_end; j += 2) tile_any<T, MR, 2>(a, row_bytes, i0, j);
+  } else if constexpr (!is_blocks32<T>()) {
+    // One x row: one weight row at a time (see rows_bf16), except rows of at
+    // most two super-blocks, whose per-row reduction costs as much as their
+    // dot product: 4 such rows (contiguous, so still one stream) share one.
+    if (row_bytes <= 2 * group_bytes<T>()) {
+      for (; j + 4 <= n_end; j += 4) tile_any<T, 1, 4>(a, row_bytes, i0, j);
+    }
   }
   for (; j < n_end; ++j) tile_any<T, MR, 1>(a, row_bytes, i0, j);
 }

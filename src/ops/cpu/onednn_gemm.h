@@ -18,6 +18,10 @@ enum class GemmType { kF32, kBF16 };
 // w are both f32 or both bf16, y is f32 and is overwritten. Returns false
 // (having written nothing) when oneDNN is not built in, is disabled by
 // STRATA_NO_ONEDNN=1, or cannot run the shape; the caller then uses its own kernel.
+// True when onednn_gemm can run at all: built in and not disabled by
+// STRATA_NO_ONEDNN=1.
+bool onednn_enabled();
+
 bool onednn_gemm(GemmType type, const void* x, int64_t ldx, int64_t m, const void* w, int64_t ldw,
                  int64_t n, int64_t k, float* y, int64_t ldy);
 
