@@ -403,11 +403,26 @@ void tile_blocks32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  // Two accumulator sets (even / odd block pairs) so consecutive steps do
+  // not wait on one FMA chain; every tile shape sums in this same order.
+  __m512 acc1[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc1[i][r] = _mm512_setzero_ps();
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const int64_t nb = a.k / 32;
   int64_t p = 0;
-  for (; 2 * p + 2 <= nb; ++p) pair_step<T, MR, NR, true>(a, w0, row_bytes, i0, p, acc);
-  if (2 * p < nb) pair_step<T, MR, NR, false>(a, w0, row_bytes, i0, p, acc);
+  for (; 2 * p + 4 <= nb; p += 2) {
+    pair_step<T, MR, NR, true>(a, w0, row_bytes, i0, p, acc);
+    pair_step<T, MR, NR, true>(a, w0, row_bytes, i0, p + 1, acc1);
+  }
+  if (2 * p + 2 <= nb) pair_step<T, MR, NR, true>(a, w0, row_bytes, i0, p++, acc);
+  if (2 * p < nb) pair_step<T, MR, NR, false>(a, w0, row_bytes, i0, p, acc1);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_add_ps(acc[i][r], acc1[i][r]);
   store_tile<MR, NR>(acc, a.y + i0 * a.n + j0, a.n, a.bias != nullptr ? a.bias + j0 : nullptr,
                      false);
 }
