@@ -14,20 +14,16 @@
 
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
+#include "ops/matmul_test_util.h"
 #include "ops/reference.h"
 
 namespace strata::ops {
 namespace {
 
 using tensor::DType;
+using testing::normalized_error;
+using testing::random_floats;
 
-std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = dist(rng);
-  return v;
-}
 
 // Weight storage in `dtype` for f32 values w [n, k].
 struct StoredWeight {
@@ -53,23 +49,6 @@ StoredWeight store_weight(const std::vector<float>& w, int64_t n, int64_t k, DTy
   return s;
 }
 
-// Max over outputs of |y - ref| / (Σ_l |x_l w_l| + |bias| + tiny): error
-// relative to the size of the terms summed.
-double normalized_error(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
-                        const float* y, const float* ref) {
-  int64_t n = w.dim(0), k = w.dim(1);
-  std::vector<float> wf(static_cast<size_t>(n * k));
-  tensor::convert_to_f32(w.data, w.dtype, n * k, wf.data());
-  double worst = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double scale = 1e-30 + (bias != nullptr ? std::fabs(bias[j]) : 0.0);
-      for (int64_t l = 0; l < k; ++l) scale += std::fabs(x[i * k + l] * wf[j * k + l]);
-      worst = std::max(worst, std::fabs(double(y[i * n + j]) - ref[i * n + j]) / scale);
-    }
-  }
-  return worst;
-}
 
 class KernelTest : public ::testing::TestWithParam<std::string> {
  protected:

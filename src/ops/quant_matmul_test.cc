@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
 #include "ops/ops.h"
+#include "ops/matmul_test_util.h"
 #include "ops/reference.h"
 #include "tensor/quant_testing.h"
 
@@ -22,15 +23,10 @@ namespace strata::ops {
 namespace {
 
 using tensor::DType;
+using testing::normalized_error;
+using testing::random_floats;
 using tensor::testing::kLowBitQuantTypes;
 
-std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = dist(rng);
-  return v;
-}
 
 struct QuantWeight {
   std::string bytes;
@@ -46,22 +42,6 @@ QuantWeight random_weight(DType t, int64_t n, int64_t k, uint32_t seed) {
   return w;
 }
 
-// Max over outputs of |y - ref| / (Σ_l |x_l w_l| + |bias| + tiny).
-double normalized_error(const float* x, int64_t m, const tensor::TensorView& w, const float* bias,
-                        const float* y, const float* ref) {
-  int64_t n = w.dim(0), k = w.dim(1);
-  std::vector<float> wf(static_cast<size_t>(n * k));
-  tensor::convert_to_f32(w.data, w.dtype, n * k, wf.data());
-  double worst = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double scale = 1e-30 + (bias != nullptr ? std::fabs(bias[j]) : 0.0);
-      for (int64_t l = 0; l < k; ++l) scale += std::fabs(x[i * k + l] * wf[j * k + l]);
-      worst = std::max(worst, std::fabs(double(y[i * n + j]) - ref[i * n + j]) / scale);
-    }
-  }
-  return worst;
-}
 
 void run_matmul_active(const float* x, int64_t m, const MatmulWeight& w, float* y,
                        ThreadPool& pool) {
@@ -176,52 +156,7 @@ TEST_P(QuantMatmulTest, ActivationErrorBound) {
 // kernels' products against llama.cpp's dequantized values of the same bytes,
 // with x quantized as the decode kernels do (m <= 16) or bf16-rounded math
 // (prefill).
-DType from_ggml(uint32_t t) {
-  switch (t) {
-    case 2: return DType::kQ4_0;
-    case 3: return DType::kQ4_1;
-    case 6: return DType::kQ5_0;
-    case 7: return DType::kQ5_1;
-    case 8: return DType::kQ8_0;
-    case 10: return DType::kQ2_K;
-    case 11: return DType::kQ3_K;
-    case 12: return DType::kQ4_K;
-    case 13: return DType::kQ5_K;
-    case 14: return DType::kQ6_K;
-    case 20: return DType::kIQ4_NL;
-    case 23: return DType::kIQ4_XS;
-    default: return DType::kF32;
-  }
-}
-
-struct LlamaCppBlocks {
-  DType dtype = DType::kF32;
-  int64_t rows = 0, cols = 0;
-  std::string bytes;
-  std::vector<float> values;  // llama.cpp's dequantization
-};
-
-bool read_sqdq(const std::string& path, LlamaCppBlocks* out) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  char magic[4];
-  uint32_t type = 0;
-  uint64_t rows = 0, cols = 0, nbytes = 0;
-  bool ok = std::fread(magic, 1, 4, f) == 4 && std::string(magic, 4) == "SQDQ" &&
-            std::fread(&type, 4, 1, f) == 1 && std::fread(&rows, 8, 1, f) == 1 &&
-            std::fread(&cols, 8, 1, f) == 1 && std::fread(&nbytes, 8, 1, f) == 1;
-  if (ok) {
-    out->dtype = from_ggml(type);
-    out->rows = static_cast<int64_t>(rows);
-    out->cols = static_cast<int64_t>(cols);
-    out->bytes.resize(nbytes);
-    out->values.resize(rows * cols);
-    ok = std::fread(out->bytes.data(), 1, nbytes, f) == nbytes &&
-         std::fread(out->values.data(), 4, out->values.size(), f) == out->values.size();
-  }
-  std::fclose(f);
-  return ok;
-}
+using tensor::testing::LlamaCppBlocks;
 
 // Reference with the given f32 weights: x quantized per 32 as the kernels do.
 void q8_reference(const float* x, int64_t m, const std::vector<float>& w, int64_t n, int64_t k,
@@ -237,10 +172,9 @@ TEST(QuantMatmulVsLlamaCpp, DecodeKernelsOnLlamaCppBlocks) {
   const char* dir = std::getenv("STRATA_LLAMACPP_DEQUANT_DIR");
   if (dir == nullptr) GTEST_SKIP() << "run through the ctest golden.blocks_vs_llamacpp";
   ThreadPool pool(2);
-  for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K",
-                           "q6_K", "iq4_nl", "iq4_xs"}) {
+  for (const char* name : tensor::testing::kLlamaCppBlockFiles) {
     LlamaCppBlocks b;
-    ASSERT_TRUE(read_sqdq(std::string(dir) + "/" + name + ".bin", &b)) << name;
+    ASSERT_TRUE(tensor::testing::read_llamacpp_blocks(std::string(dir) + "/" + name + ".bin", &b)) << name;
     ASSERT_TRUE(tensor::is_quantized(b.dtype)) << name;
     tensor::TensorView wv;
     wv.data = b.bytes.data();
@@ -268,7 +202,7 @@ TEST(QuantMatmulVsLlamaCpp, PrefillOnLlamaCppBlocks) {
   ThreadPool pool(2);
   for (const char* name : {"q4_0", "q5_1", "q3_K", "q4_K", "q6_K", "iq4_xs"}) {
     LlamaCppBlocks b;
-    ASSERT_TRUE(read_sqdq(std::string(dir) + "/" + name + ".bin", &b)) << name;
+    ASSERT_TRUE(tensor::testing::read_llamacpp_blocks(std::string(dir) + "/" + name + ".bin", &b)) << name;
     tensor::TensorView wv;
     wv.data = b.bytes.data();
     wv.dtype = b.dtype;

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -158,68 +157,29 @@ TEST(QuantBlocks, UnpackQ8_0) {
   for (int i = 64; i < 256; ++i) EXPECT_EQ(ug.u[i], 0);
 }
 
-// llama.cpp's own dequantization of blocks llama.cpp quantized: files written
-// by `tools/llamacpp/llama_run.sh dequant` (the ctest quants_vs_llamacpp sets
-// STRATA_LLAMACPP_DEQUANT_DIR). Format: "SQDQ", u32 ggml type, u64 rows,
-// u64 cols, u64 nbytes, the blocks, rows * cols f32.
-DType from_ggml(uint32_t t) {
-  switch (t) {
-    case 2: return DType::kQ4_0;
-    case 3: return DType::kQ4_1;
-    case 6: return DType::kQ5_0;
-    case 7: return DType::kQ5_1;
-    case 8: return DType::kQ8_0;
-    case 10: return DType::kQ2_K;
-    case 11: return DType::kQ3_K;
-    case 12: return DType::kQ4_K;
-    case 13: return DType::kQ5_K;
-    case 14: return DType::kQ6_K;
-    case 20: return DType::kIQ4_NL;
-    case 23: return DType::kIQ4_XS;
-    default: return DType::kF32;
-  }
-}
-
+// llama.cpp's own dequantization of blocks llama.cpp quantized (the ctest
+// golden.blocks_vs_llamacpp writes them and sets STRATA_LLAMACPP_DEQUANT_DIR).
 TEST(QuantBlocksVsLlamaCpp, DequantizeMatchesGgml) {
   const char* dir = std::getenv("STRATA_LLAMACPP_DEQUANT_DIR");
-  if (dir == nullptr) GTEST_SKIP() << "run through the ctest quants_vs_llamacpp";
-  const char* names[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0",  "q2_K",
-                         "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"};
-  for (const char* name : names) {
-    std::string path = std::string(dir) + "/" + name + ".bin";
-    std::ifstream f(path, std::ios::binary);
-    ASSERT_TRUE(f.good()) << "missing " << path;
-    char magic[4];
-    uint32_t type = 0;
-    uint64_t rows = 0, cols = 0, nbytes = 0;
-    f.read(magic, 4);
-    f.read(reinterpret_cast<char*>(&type), 4);
-    f.read(reinterpret_cast<char*>(&rows), 8);
-    f.read(reinterpret_cast<char*>(&cols), 8);
-    f.read(reinterpret_cast<char*>(&nbytes), 8);
-    ASSERT_EQ(std::string(magic, 4), "SQDQ") << path;
-    DType t = from_ggml(type);
-    ASSERT_TRUE(is_quantized(t)) << path << " ggml type " << type;
-    ASSERT_EQ(nbytes, static_cast<uint64_t>(dtype_size_bytes(t, static_cast<int64_t>(rows * cols))));
-    std::string blocks(nbytes, '\0');
-    std::vector<float> want(rows * cols), got(cols);
-    f.read(blocks.data(), static_cast<std::streamsize>(nbytes));
-    f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
-    ASSERT_TRUE(f.good()) << "truncated " << path;
-    const int64_t row_bytes = dtype_size_bytes(t, static_cast<int64_t>(cols));
+  if (dir == nullptr) GTEST_SKIP() << "run through the ctest golden.blocks_vs_llamacpp";
+  for (const char* name : testing::kLlamaCppBlockFiles) {
+    testing::LlamaCppBlocks b;
+    const std::string path = std::string(dir) + "/" + name + ".bin";
+    ASSERT_TRUE(testing::read_llamacpp_blocks(path, &b)) << "missing or truncated " << path;
+    ASSERT_TRUE(is_quantized(b.dtype)) << path;
+    ASSERT_EQ(static_cast<int64_t>(b.bytes.size()), dtype_size_bytes(b.dtype, b.rows * b.cols));
+    const int64_t row_bytes = dtype_size_bytes(b.dtype, b.cols);
+    std::vector<float> got(static_cast<size_t>(b.cols));
     int64_t mismatches = 0;
-    for (uint64_t r = 0; r < rows; ++r) {
-      dequantize_row(blocks.data() + r * row_bytes, t, static_cast<int64_t>(cols), got.data());
-      for (uint64_t c = 0; c < cols; ++c) {
-        float w = want[r * cols + c], g = got[c];
+    for (int64_t r = 0; r < b.rows; ++r) {
+      dequantize_row(b.bytes.data() + r * row_bytes, b.dtype, b.cols, got.data());
+      for (int64_t c = 0; c < b.cols; ++c) {
+        float w = b.values[static_cast<size_t>(r * b.cols + c)], g = got[static_cast<size_t>(c)];
         // Same formulas, same order: equal, except where the compiler that
         // built libggml fused a multiply-add (one rounding instead of two).
-        float tol = std::fabs(w) * 1.2e-7f + 1e-30f;
-        if (std::fabs(w - g) > tol) {
-          if (++mismatches <= 5) {
-            ADD_FAILURE() << name << " row " << r << " col " << c << ": strata " << g
-                          << " llama.cpp " << w;
-          }
+        if (std::fabs(w - g) > std::fabs(w) * 1.2e-7f + 1e-30f && ++mismatches <= 5) {
+          ADD_FAILURE() << name << " row " << r << " col " << c << ": strata " << g
+                        << " llama.cpp " << w;
         }
       }
     }

@@ -82,10 +82,7 @@ template <class L, int MR, int NR>
 void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   constexpr int kSub = L::kStep / 16;
   __m512 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  zero_tile(acc);
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const float* x0 = a.x + i0 * a.k;
   for (int64_t kk = 0; kk < a.k; kk += L::kStep) {
@@ -240,10 +237,7 @@ STRATA_INLINE void q8q8_step(const MatmulArgs& a, const char* w0, int64_t row_by
 template <int MR, int NR>
 void tile_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   __m512 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  zero_tile(acc);
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const uint8_t* xq0 = a.x_q8 + i0 * a.k_pad64;
   const float* xs0 = a.x_q8_scale + i0 * (a.k_pad64 / 4);
@@ -267,21 +261,9 @@ void matmul_q8q8_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   int64_t row_bytes = a.k / 32 * 34;
   for (int64_t jb = n_begin; jb < n_end; jb += 64) {
     int64_t je = min64(jb + 64, n_end);
-    int64_t i = 0;
-    for (; i + 4 <= a.m; i += 4) rows_q8q8<4>(a, row_bytes, i, jb, je);
-    switch (a.m - i) {
-      case 3:
-        rows_q8q8<3>(a, row_bytes, i, jb, je);
-        break;
-      case 2:
-        rows_q8q8<2>(a, row_bytes, i, jb, je);
-        break;
-      case 1:
-        rows_q8q8<1>(a, row_bytes, i, jb, je);
-        break;
-      default:
-        break;
-    }
+    for_row_chunks(a.m, [&](auto rows, int64_t i) {
+      rows_q8q8<decltype(rows)::kValue>(a, row_bytes, i, jb, je);
+    });
   }
 }
 
@@ -302,10 +284,7 @@ template <int MR, int NR>
 void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_stride,
                const float* bias, bool accumulate) {
   __m512 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  zero_tile(acc);
   const uint16_t* x0 = b.x + i0 * b.x_stride;
   const uint16_t* w0 = b.w + jr * b.w_stride;
   for (int64_t kk = 0; kk < b.kc; kk += 32) {
@@ -404,22 +383,9 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
       const float* chunk_bias = last ? bias : nullptr;
       bool accumulate = k0 > 0;
       float* y = a.y + jb;
-      int64_t i = 0;
-      for (; i + 4 <= a.m; i += 4)
-        rows_bf16<4>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
-      switch (a.m - i) {
-        case 3:
-          rows_bf16<3>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
-          break;
-        case 2:
-          rows_bf16<2>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
-          break;
-        case 1:
-          rows_bf16<1>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
-          break;
-        default:
-          break;
-      }
+      for_row_chunks(a.m, [&](auto mr, int64_t i) {
+        rows_bf16<decltype(mr)::kValue>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
+      });
     }
   }
 }

@@ -399,17 +399,11 @@ STRATA_INLINE void pair_step(const MatmulArgs& a, const char* w0, int64_t row_by
 template <DType T, int MR, int NR>
 void tile_blocks32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   __m512 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  zero_tile(acc);
   // Two accumulator sets (even / odd block pairs) so consecutive steps do
   // not wait on one FMA chain; every tile shape sums in this same order.
   __m512 acc1[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) acc1[i][r] = _mm512_setzero_ps();
+  zero_tile(acc1);
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const int64_t nb = a.k / 32;
   int64_t p = 0;
@@ -430,10 +424,7 @@ void tile_blocks32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j
 template <DType T, int MR, int NR>
 void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   __m512 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  zero_tile(acc);
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const int64_t groups = a.k_pad256 / 256;
   for (int64_t g = 0; g < groups; ++g) {
@@ -513,21 +504,9 @@ void matmul_lowbit_typed(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   const int64_t row_bytes = a.k / tensor::dtype_block_size(T) * tensor::dtype_block_bytes(T);
   for (int64_t jb = n_begin; jb < n_end; jb += 32) {
     const int64_t je = min64(jb + 32, n_end);
-    int64_t i = 0;
-    for (; i + 4 <= a.m; i += 4) rows_lowbit<T, 4>(a, row_bytes, i, jb, je);
-    switch (a.m - i) {
-      case 3:
-        rows_lowbit<T, 3>(a, row_bytes, i, jb, je);
-        break;
-      case 2:
-        rows_lowbit<T, 2>(a, row_bytes, i, jb, je);
-        break;
-      case 1:
-        rows_lowbit<T, 1>(a, row_bytes, i, jb, je);
-        break;
-      default:
-        break;
-    }
+    for_row_chunks(a.m, [&](auto rows, int64_t i) {
+      rows_lowbit<T, decltype(rows)::kValue>(a, row_bytes, i, jb, je);
+    });
   }
 }
 

@@ -91,5 +91,40 @@ STRATA_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t y_s
   }
 }
 
+template <int MR, int NR>
+STRATA_INLINE void zero_tile(__m512 (&acc)[MR][NR]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+}
+
+// A compile-time count of x rows, for for_row_chunks.
+template <int N>
+struct RowCount {
+  static constexpr int kValue = N;
+};
+
+// Calls f(RowCount<MR>{}, i0) over the m rows of x in chunks of 4, then one
+// chunk of the remaining 1-3 rows.
+template <class F>
+STRATA_INLINE void for_row_chunks(int64_t m, F&& f) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) f(RowCount<4>{}, i);
+  switch (m - i) {
+    case 3:
+      f(RowCount<3>{}, i);
+      break;
+    case 2:
+      f(RowCount<2>{}, i);
+      break;
+    case 1:
+      f(RowCount<1>{}, i);
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 }  // namespace strata::ops::cpu

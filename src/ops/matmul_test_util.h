@@ -1,0 +1,42 @@
+// Test support shared by the ops tests: random inputs and the matmul error
+// measure (relative to the size of the summed terms). For tests only.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "tensor/tensor_view.h"
+
+namespace strata::ops::testing {
+
+inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// Max over outputs of |y - ref| / (Σ_l |x_l w_l| + |bias| + tiny): error
+// relative to the size of the terms summed.
+inline double normalized_error(const float* x, int64_t m, const tensor::TensorView& w,
+                               const float* bias, const float* y, const float* ref) {
+  int64_t n = w.dim(0), k = w.dim(1);
+  std::vector<float> wf(static_cast<size_t>(n * k));
+  tensor::convert_to_f32(w.data, w.dtype, n * k, wf.data());
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double scale = 1e-30 + (bias != nullptr ? std::fabs(bias[j]) : 0.0);
+      for (int64_t l = 0; l < k; ++l) scale += std::fabs(x[i * k + l] * wf[j * k + l]);
+      worst = std::max(worst, std::fabs(double(y[i * n + j]) - ref[i * n + j]) / scale);
+    }
+  }
+  return worst;
+}
+
+}  // namespace strata::ops::testing
