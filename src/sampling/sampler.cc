@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "base/check.h"
+#include "ops/ops.h"
 
 namespace strata::sampling {
 namespace {
@@ -24,18 +27,83 @@ bool better_value(const std::pair<float, int32_t>& a, const std::pair<float, int
   return a.first < b.first;  // for max_element
 }
 
+// Lanes of independent partial results: plain loops the compiler turns into
+// SIMD without reassociating anything (each lane keeps its own order).
+constexpr int kLanes = 16;
+
+float max_value(const float* x, int64_t n) {
+  float part[kLanes];
+  for (float& p : part) p = -INFINITY;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) part[l] = x[i + l] > part[l] ? x[i + l] : part[l];
+  }
+  float m = -INFINITY;
+  for (float p : part) m = p > m ? p : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// Σ x[i] over [0, n) (only the x[i] >= floor), in f32 lanes per 4096
+// values and double across them.
+double sum(const float* x, int64_t n, float floor = -INFINITY) {
+  double total = 0.0;
+  for (int64_t b = 0; b < n; b += 4096) {
+    const int64_t e = std::min<int64_t>(n, b + 4096);
+    float part[kLanes] = {};
+    int64_t i = b;
+    for (; i + kLanes <= e; i += kLanes) {
+      for (int l = 0; l < kLanes; ++l) part[l] += x[i + l] >= floor ? x[i + l] : 0.0f;
+    }
+    float block = 0.0f;
+    for (float p : part) block += p;
+    const int tail = static_cast<int>(e - i);  // < kLanes
+    for (int t = 0; t < tail; ++t) block += x[i + t] >= floor ? x[i + t] : 0.0f;
+    total += block;
+  }
+  return total;
+}
+
+// Index of the entry of p [n] where the running sum first exceeds r (the
+// last entry when rounding leaves r unspent): blocks of 4096 are skipped by
+// their sums, so only one block is scanned value by value.
+int64_t locate(const float* p, int64_t n, double r) {
+  constexpr int64_t kBlock = 4096;
+  int64_t b = 0;
+  for (; b + kBlock < n; b += kBlock) {
+    const double block = sum(p + b, kBlock);
+    if (r < block) break;
+    r -= block;
+  }
+  const int64_t end = std::min(n, b + kBlock);
+  for (int64_t i = b; i < end; ++i) {
+    r -= p[i];
+    if (r < 0.0) return i;
+  }
+  for (int64_t i = n - 1; i > 0; --i) {
+    if (p[i] > 0.0f) return i;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int32_t argmax(const float* logits, int64_t vocab) {
   STRATA_CHECK(vocab > 0);
-  int64_t best = 0;
-  for (int64_t i = 1; i < vocab; ++i) {
-    if (logits[i] > logits[best]) best = i;
+  const float m = max_value(logits, vocab);
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (logits[i] == m) return static_cast<int32_t>(i);
   }
-  return static_cast<int32_t>(best);
+  return 0;  // all NaN
 }
 
 float token_logprob(const float* logits, int64_t vocab, int32_t token) {
+  // Every sampled token needs it: the vectorized f32 softmax (~6x faster
+  // than the double loop), exact in double where p is too small for f32.
+  thread_local std::vector<float> p;
+  p.assign(logits, logits + vocab);
+  ops::softmax(p.data(), vocab);
+  if (p[token] > 1e-30f) return std::log(p[token]);
   return static_cast<float>(logits[token] - log_sum_exp(logits, vocab));
 }
 
@@ -90,28 +158,13 @@ const float* Sampler::process(const float* logits, int64_t vocab,
 int64_t Sampler::num_candidates(int64_t vocab) {
   // Without top-k, sorting the whole vocabulary (150K entries for Qwen) would
   // cost more than a decode step. Only a prefix of the sorted order is ever
-  // used: min-p's survivors, or the top-p nucleus.
+  // used: top-k's, or min-p's survivors (top-p alone goes to sample_nucleus).
   if (params_.top_k > 0 && params_.top_k < vocab) return params_.top_k;
   const float max = std::max_element(candidates_.begin(), candidates_.end(), better_value)->first;
-  if (params_.min_p > 0.0) {
-    const float floor = max + static_cast<float>(std::log(params_.min_p));
-    int64_t n = 0;
-    for (const auto& c : candidates_) n += c.first >= floor;
-    return std::max<int64_t>(n, 1);
-  }
-  if (params_.top_p >= 1.0) return vocab;
-  double total = 0.0;
-  for (const auto& c : candidates_) total += std::exp(static_cast<double>(c.first - max));
-  // Grow a sorted prefix until it holds top_p of the mass.
-  for (int64_t k = std::min<int64_t>(64, vocab);; k = std::min<int64_t>(k * 4, vocab)) {
-    std::partial_sort(candidates_.begin(), candidates_.begin() + k, candidates_.end(), better);
-    double mass = 0.0;
-    for (int64_t i = 0; i < k; ++i) mass += std::exp(static_cast<double>(candidates_[i].first - max));
-    if (mass / total >= params_.top_p || k == vocab) {
-      nucleus_total_ = total;
-      return k;
-    }
-  }
+  const float floor = max + static_cast<float>(std::log(params_.min_p));
+  int64_t n = 0;
+  for (const auto& c : candidates_) n += c.first >= floor;
+  return std::max<int64_t>(n, 1);
 }
 
 int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
@@ -119,14 +172,16 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
                         std::span<const int32_t> output_ids) {
   const float* logits = process(raw_logits, vocab, prompt_ids, output_ids);
   if (params_.temperature <= 0.0) return argmax(logits, vocab);
+  if ((params_.top_k <= 0 || params_.top_k >= vocab) && params_.min_p <= 0.0) {
+    softmax(logits, vocab);
+    return params_.top_p >= 1.0 ? sample_unsorted() : sample_nucleus();
+  }
   candidates_.resize(vocab);
   for (int64_t i = 0; i < vocab; ++i) {
     candidates_[i] = {static_cast<float>(logits[i] / params_.temperature),
                       static_cast<int32_t>(i)};
   }
-  nucleus_total_ = 0.0;
   const int64_t keep = num_candidates(vocab);
-  if (keep == vocab && params_.top_p >= 1.0 && params_.min_p <= 0.0) return sample_unsorted();
   std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
   // Unnormalised probabilities of the kept candidates, best first.
   const float max = candidates_[0].first;
@@ -140,12 +195,9 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
     cut = i;
   }
   if (params_.top_p < 1.0) {
-    // Mass is relative to what top-k / min-p kept, or to the whole
-    // vocabulary when only the nucleus was sorted.
-    double total = nucleus_total_;
-    if (total == 0.0) {
-      for (int64_t i = 0; i < cut; ++i) total += probs[i];
-    }
+    // Mass is relative to what top-k / min-p kept.
+    double total = 0.0;
+    for (int64_t i = 0; i < cut; ++i) total += probs[i];
     double cumulative = 0.0;
     for (int64_t i = 0; i < cut; ++i) {
       cumulative += probs[i] / total;
@@ -165,22 +217,67 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
   return candidates_[cut - 1].second;
 }
 
+void Sampler::softmax(const float* logits, int64_t vocab) {
+  probs_.resize(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) {
+    probs_[i] = static_cast<float>(logits[i] / params_.temperature);
+  }
+  ops::softmax(probs_.data(), vocab);
+}
+
 int32_t Sampler::sample_unsorted() {
   // Plain temperature sampling: the order of the scan does not change the
   // distribution, so the vocabulary is not sorted at all.
-  const float max = std::max_element(candidates_.begin(), candidates_.end(), better_value)->first;
-  probs_.resize(candidates_.size());
-  double total = 0.0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    probs_[i] = std::exp(static_cast<double>(candidates_[i].first - max));
-    total += probs_[i];
+  const int64_t n = static_cast<int64_t>(probs_.size());
+  const double r = std::uniform_real_distribution<double>(0.0, sum(probs_.data(), n))(rng_);
+  return static_cast<int32_t>(locate(probs_.data(), n, r));
+}
+
+int32_t Sampler::sample_nucleus() {
+  // The nucleus is the shortest prefix of the vocabulary sorted by
+  // probability (ties: lower id first) holding top_p of the mass. No sort:
+  // one pass buckets the mass by the top bits of each probability's float
+  // (for p >= 0 the bit order is the value order), the scan from the top
+  // bucket finds the boundary bucket, and only that bucket is sorted.
+  const int64_t n = static_cast<int64_t>(probs_.size());
+  const float* p = probs_.data();
+  const double need = params_.top_p * sum(p, n);
+  constexpr int kShift = 19;                         // 8 exponent + 4 mantissa bits
+  constexpr int kBuckets = 1 << (31 - kShift);       // probabilities are >= 0
+  bucket_mass_.assign(kBuckets, 0.0);
+  auto bucket = [](float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return static_cast<int>(bits >> kShift);
+  };
+  for (int64_t i = 0; i < n; ++i) bucket_mass_[bucket(p[i])] += p[i];
+  double above = 0.0;  // mass of the buckets above the boundary
+  int edge = kBuckets - 1;
+  for (; edge > 0 && above + bucket_mass_[edge] < need; --edge) above += bucket_mass_[edge];
+  // The boundary bucket's members, best first, until the nucleus is full.
+  candidates_.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if (bucket(p[i]) == edge) candidates_.push_back({p[i], static_cast<int32_t>(i)});
   }
-  double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    r -= probs_[i];
-    if (r < 0.0) return candidates_[i].second;
+  std::sort(candidates_.begin(), candidates_.end(), better);
+  size_t taken = 0;
+  double mass = above;
+  while (taken < candidates_.size() && (mass < need || taken == 0)) {
+    mass += candidates_[taken++].first;
   }
-  return candidates_.back().second;
+  // The nucleus: every bucket above the edge, plus the taken members.
+  const std::pair<float, int32_t> last = candidates_[taken - 1];
+  double r = std::uniform_real_distribution<double>(0.0, mass)(rng_);
+  int32_t chosen = last.second;
+  for (int64_t i = 0; i < n; ++i) {
+    const int b = bucket(p[i]);
+    if (b < edge) continue;
+    if (b == edge && better(last, {p[i], static_cast<int32_t>(i)})) continue;
+    chosen = static_cast<int32_t>(i);
+    r -= p[i];
+    if (r < 0.0) break;
+  }
+  return chosen;
 }
 
 }  // namespace strata::sampling

@@ -53,19 +53,26 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<float> processed_;                       // scratch [vocab]
-  // How many best candidates the sampling below needs sorted (top-k, min-p's
-  // survivors, or a prefix holding the top-p nucleus); vocab = none.
+  // How many best candidates the sorted path needs (top-k, or min-p's
+  // survivors).
   int64_t num_candidates(int64_t vocab);
+  // probs_ = softmax(logits / temperature) over the whole vocabulary (f32,
+  // the vectorized ops::softmax).
+  void softmax(const float* logits, int64_t vocab);
+  // Plain temperature sampling from probs_.
   int32_t sample_unsorted();
+  // Top-p sampling from probs_ (no top-k, no min-p).
+  int32_t sample_nucleus();
 
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch
-  std::vector<double> probs_;                          // scratch
-  double nucleus_total_ = 0.0;  // whole-vocabulary mass when only the nucleus was sorted
+  std::vector<float> probs_;                           // scratch [vocab]
+  std::vector<double> bucket_mass_;                    // scratch (sample_nucleus)
 };
 
 int32_t argmax(const float* logits, int64_t vocab);
 
-// log_softmax of logits [vocab] at `token`.
+// log_softmax of logits [vocab] at `token` (f32 softmax, ~1e-6 absolute
+// error; exact double math for probabilities below 1e-30).
 float token_logprob(const float* logits, int64_t vocab, int32_t token);
 
 // The k most likely tokens as (token_id, logprob), best first; ties by lower id.

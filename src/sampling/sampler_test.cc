@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -89,6 +90,51 @@ TEST(SamplerTest, LargeVocabularyNucleusMatchesFullSort) {
   std::map<int32_t, int> counts;
   for (int i = 0; i < 3000; ++i) counts[plain.sample(logits.data(), vocab)]++;
   EXPECT_GT(counts[0], 150);  // logits[0] got the largest boost (~10% of the mass)
+}
+
+// A flat distribution (the nucleus is thousands of tokens, many sharing a
+// probability bucket) with exact ties: sampled tokens are all inside the
+// naive nucleus (ties broken by lower id), and the boundary is respected.
+TEST(SamplerTest, FlatNucleusWithTiesMatchesFullSort) {
+  const int64_t vocab = 20000;
+  std::vector<float> logits(vocab);
+  for (int64_t i = 0; i < vocab; ++i) logits[i] = static_cast<float>(i % 100) * 0.01f;  // ties
+  const double top_p = 0.3;
+  double total = 0.0;
+  for (float l : logits) total += std::exp(double(l));
+  std::vector<std::pair<double, int32_t>> sorted;
+  for (int64_t i = 0; i < vocab; ++i) sorted.push_back({std::exp(double(logits[i])) / total, int32_t(i)});
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::set<int32_t> nucleus;
+  double cumulative = 0.0;
+  for (const auto& [p, id] : sorted) {
+    nucleus.insert(id);
+    cumulative += p;
+    if (cumulative >= top_p) break;
+  }
+  Sampler s({.temperature = 1.0, .top_p = top_p, .seed = 3});
+  for (int i = 0; i < 3000; ++i) {
+    int32_t t = s.sample(logits.data(), vocab);
+    ASSERT_TRUE(nucleus.count(t)) << "token " << t;
+  }
+}
+
+// token_logprob (f32 softmax) against double math, on a large vocabulary
+// with tokens far in the tail (where it falls back to double).
+TEST(SamplerTest, TokenLogprobMatchesDouble) {
+  const int64_t vocab = 151936;
+  std::mt19937 gen(2);
+  std::normal_distribution<float> noise(0.0f, 4.0f);
+  std::vector<float> logits(vocab);
+  for (float& l : logits) l = noise(gen);
+  logits[5] = 40.0f;
+  logits[6] = -90.0f;  // p ~ e^-130: below f32's range
+  double max = 40.0, sum = 0.0;
+  for (float l : logits) sum += std::exp(double(l) - max);
+  for (int32_t t : {0, 5, 6, 77, 151935}) {
+    double want = double(logits[t]) - max - std::log(sum);
+    EXPECT_NEAR(token_logprob(logits.data(), vocab, t), want, 1e-4 + 1e-6 * std::fabs(want)) << t;
+  }
 }
 
 TEST(SamplerTest, MinPDropsUnlikelyTokens) {
