@@ -1,13 +1,19 @@
-// Test support shared by the ops tests: random inputs and the matmul error
-// measure (relative to the size of the summed terms). For tests only.
+// Test support shared by the ops tests: random inputs, the matmul error
+// measure (relative to the size of the summed terms) and the fixture over
+// both kernel tables. For tests only.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "base/thread_pool.h"
+#include "ops/cpu/kernels.h"
 #include "tensor/tensor_view.h"
 
 namespace strata::ops::testing {
@@ -38,5 +44,22 @@ inline double normalized_error(const float* x, int64_t m, const tensor::TensorVi
   }
   return worst;
 }
+
+// Tests parameterized by kernel table ("generic", "avx512"); the avx512 ones
+// skip on CPUs without AVX-512 BF16.
+class KernelTableTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "generic") {
+      table_ = &cpu::generic_kernels();
+    } else if (cpu::avx512_supported()) {
+      table_ = cpu::avx512_kernels();
+    } else {
+      GTEST_SKIP() << "CPU lacks AVX-512 BF16; avx512 kernels not testable here";
+    }
+  }
+  const cpu::KernelTable* table_ = nullptr;
+  ThreadPool pool_{2};
+};
 
 }  // namespace strata::ops::testing

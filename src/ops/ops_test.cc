@@ -50,20 +50,7 @@ StoredWeight store_weight(const std::vector<float>& w, int64_t n, int64_t k, DTy
 }
 
 
-class KernelTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() == "generic") {
-      table_ = &cpu::generic_kernels();
-    } else if (cpu::avx512_supported()) {
-      table_ = cpu::avx512_kernels();
-    } else {
-      GTEST_SKIP() << "CPU lacks AVX-512 BF16; avx512 kernels not testable here";
-    }
-  }
-  const cpu::KernelTable* table_ = nullptr;
-  ThreadPool pool_{2};
-};
+class KernelTest : public testing::KernelTableTest {};
 
 struct MatmulCase {
   int64_t m, n, k;

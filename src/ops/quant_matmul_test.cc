@@ -48,20 +48,7 @@ void run_matmul_active(const float* x, int64_t m, const MatmulWeight& w, float* 
   cpu::run_matmul(cpu::active_kernels(), x, m, w, nullptr, y, pool);
 }
 
-class QuantMatmulTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() == "generic") {
-      table_ = &cpu::generic_kernels();
-    } else if (cpu::avx512_supported()) {
-      table_ = cpu::avx512_kernels();
-    } else {
-      GTEST_SKIP() << "CPU lacks AVX-512 BF16; avx512 kernels not testable here";
-    }
-  }
-  const cpu::KernelTable* table_ = nullptr;
-  ThreadPool pool_{2};
-};
+class QuantMatmulTest : public testing::KernelTableTest {};
 
 std::vector<int64_t> ks_for(DType t) {
   if (tensor::dtype_block_size(t) == 32) return {32, 96, 256, 896, 1088};

@@ -56,6 +56,26 @@ TEST(SamplerTest, TopPKeepsSmallestNucleus) {
   EXPECT_GT(seen[1], 300);
 }
 
+// The nucleus by the definition: sort by probability (ties: lower id first),
+// keep the shortest prefix holding top_p of the mass.
+std::set<int32_t> reference_nucleus(const std::vector<float>& logits, double top_p) {
+  double total = 0.0;
+  for (float l : logits) total += std::exp(double(l));
+  std::vector<std::pair<double, int32_t>> sorted;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    sorted.push_back({std::exp(double(logits[i])) / total, static_cast<int32_t>(i)});
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::set<int32_t> nucleus;
+  double cumulative = 0.0;
+  for (const auto& [p, id] : sorted) {
+    nucleus.insert(id);
+    cumulative += p;
+    if (cumulative >= top_p) break;
+  }
+  return nucleus;
+}
+
 // A large vocabulary (as Qwen's 152K) where only the nucleus is sorted: the
 // tokens sampled must be exactly those of the naive full-sort nucleus.
 TEST(SamplerTest, LargeVocabularyNucleusMatchesFullSort) {
@@ -66,18 +86,7 @@ TEST(SamplerTest, LargeVocabularyNucleusMatchesFullSort) {
   for (float& l : logits) l = noise(gen);
   for (int i = 0; i < 40; ++i) logits[(i * 7919) % vocab] += 16.0f - 0.1f * i;  // a peaked head
   for (double top_p : {0.5, 0.9}) {
-    std::vector<std::pair<double, int32_t>> sorted;
-    double total = 0.0;
-    for (int64_t i = 0; i < vocab; ++i) total += std::exp(static_cast<double>(logits[i]));
-    for (int64_t i = 0; i < vocab; ++i) sorted.push_back({std::exp(double(logits[i])) / total, int32_t(i)});
-    std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    std::set<int32_t> nucleus;
-    double cumulative = 0.0;
-    for (const auto& [p, id] : sorted) {
-      nucleus.insert(id);
-      cumulative += p;
-      if (cumulative >= top_p) break;
-    }
+    const std::set<int32_t> nucleus = reference_nucleus(logits, top_p);
     Sampler s({.temperature = 1.0, .top_p = top_p, .seed = 9});
     std::set<int32_t> seen;
     for (int i = 0; i < 1500; ++i) seen.insert(s.sample(logits.data(), vocab));
@@ -100,18 +109,7 @@ TEST(SamplerTest, FlatNucleusWithTiesMatchesFullSort) {
   std::vector<float> logits(vocab);
   for (int64_t i = 0; i < vocab; ++i) logits[i] = static_cast<float>(i % 100) * 0.01f;  // ties
   const double top_p = 0.3;
-  double total = 0.0;
-  for (float l : logits) total += std::exp(double(l));
-  std::vector<std::pair<double, int32_t>> sorted;
-  for (int64_t i = 0; i < vocab; ++i) sorted.push_back({std::exp(double(logits[i])) / total, int32_t(i)});
-  std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  std::set<int32_t> nucleus;
-  double cumulative = 0.0;
-  for (const auto& [p, id] : sorted) {
-    nucleus.insert(id);
-    cumulative += p;
-    if (cumulative >= top_p) break;
-  }
+  const std::set<int32_t> nucleus = reference_nucleus(logits, top_p);
   Sampler s({.temperature = 1.0, .top_p = top_p, .seed = 3});
   for (int i = 0; i < 3000; ++i) {
     int32_t t = s.sample(logits.data(), vocab);

@@ -175,14 +175,8 @@ void x_to_q8(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* 
       float d = 0.0f;
       __m256i q = _mm256_setzero_si256();
       if (b * 32 < k) {
-        __m512 lo = _mm512_loadu_ps(xr + b * 32);
-        __m512 hi = _mm512_loadu_ps(xr + b * 32 + 16);
-        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
-        d = amax / 127.0f;
-        __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-        // vcvtps2dq rounds to nearest even (default MXCSR); vpmovsdb saturates.
-        __m128i qlo = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id)));
-        __m128i qhi = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id)));
+        __m128i qlo, qhi;
+        d = quantize_block32(xr + b * 32, &qlo, &qhi);
         q = _mm256_xor_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qlo), qhi, 1), k80);
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + b * 32), q);

@@ -606,16 +606,7 @@ void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pa
       __m128i q0 = _mm_setzero_si128(), q1 = _mm_setzero_si128();
       int32_t sum0 = 0, sum1 = 0;
       if (b * 32 < k) {
-        __m512 lo = _mm512_loadu_ps(xr + b * 32);
-        __m512 hi = _mm512_loadu_ps(xr + b * 32 + 16);
-        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
-        d = amax / 127.0f;
-        __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-        // vcvtps2dq rounds to nearest even (default MXCSR); vpmovsdb saturates.
-        __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(lo, id));
-        __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(hi, id));
-        q0 = _mm512_cvtsepi32_epi8(i0);
-        q1 = _mm512_cvtsepi32_epi8(i1);
+        d = quantize_block32(xr + b * 32, &q0, &q1);
         sum0 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q0));
         sum1 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q1));
       }

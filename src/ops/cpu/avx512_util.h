@@ -91,6 +91,20 @@ STRATA_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t y_s
   }
 }
 
+// x[0..32) quantized to int8 as llama.cpp's Q8_0 activations: returns
+// d = max|x| / 127 and q = round-to-nearest-even(x * (1 / d)), saturated
+// (vcvtps2dq rounds to nearest even under the default MXCSR; vpmovsdb
+// saturates), values 0-15 in *q0 and 16-31 in *q1.
+STRATA_INLINE float quantize_block32(const float* x, __m128i* q0, __m128i* q1) {
+  const __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+  const float d = amax / 127.0f;
+  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  *q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id)));
+  *q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id)));
+  return d;
+}
+
 template <int MR, int NR>
 STRATA_INLINE void zero_tile(__m512 (&acc)[MR][NR]) {
 #pragma GCC unroll 16
