@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <map>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #endif
@@ -53,6 +54,12 @@ const Primitive& primitive(ThreadState& s, GemmType type, int64_t m, int64_t n, 
   if (it != s.primitives.end()) return it->second;
   using dt = dnnl::memory::data_type;
   dt in = type == GemmType::kBF16 ? dt::bf16 : dt::f32;
+  // oneDNN's primitive cache and JIT code buffers are process-wide: creating
+  // primitives on several pool threads at once raced inside libdnnl (a
+  // ThreadSanitizer report, tiered_kv_test). Creation is rare (once per shape
+  // per thread), so it is serialized; running primitives is not.
+  static std::mutex creation;
+  std::lock_guard<std::mutex> lock(creation);
   Primitive p;
   p.src = dnnl::memory::desc({m, k}, in, {ldx, 1});
   p.wei = dnnl::memory::desc({k, n}, in, {1, ldw});
