@@ -155,11 +155,10 @@ const float* Sampler::process(const float* logits, int64_t vocab,
   return processed_.data();
 }
 
-int64_t Sampler::num_candidates(int64_t vocab) {
-  // Without top-k, sorting the whole vocabulary (150K entries for Qwen) would
-  // cost more than a decode step. Only a prefix of the sorted order is ever
-  // used: top-k's, or min-p's survivors (top-p alone goes to sample_nucleus).
-  if (params_.top_k > 0 && params_.top_k < vocab) return params_.top_k;
+int64_t Sampler::num_candidates(int64_t) {
+  // Sorting the whole vocabulary (150K entries for Qwen) would cost more than
+  // a decode step: only min-p's survivors are sorted (top-k goes through
+  // select_top_k, top-p alone through sample_nucleus).
   const float max = std::max_element(candidates_.begin(), candidates_.end(), better_value)->first;
   const float floor = max + static_cast<float>(std::log(params_.min_p));
   int64_t n = 0;
@@ -176,12 +175,18 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
     softmax(logits, vocab);
     return params_.top_p >= 1.0 ? sample_unsorted() : sample_nucleus();
   }
-  candidates_.resize(vocab);
-  for (int64_t i = 0; i < vocab; ++i) {
-    candidates_[i] = {static_cast<float>(logits[i] / params_.temperature),
-                      static_cast<int32_t>(i)};
+  int64_t keep;
+  if (params_.top_k > 0 && params_.top_k < vocab) {
+    keep = params_.top_k;
+    select_top_k(logits, vocab, keep);
+  } else {
+    candidates_.resize(vocab);
+    for (int64_t i = 0; i < vocab; ++i) {
+      candidates_[i] = {static_cast<float>(logits[i] / params_.temperature),
+                        static_cast<int32_t>(i)};
+    }
+    keep = num_candidates(vocab);
   }
-  const int64_t keep = num_candidates(vocab);
   std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
   // Unnormalised probabilities of the kept candidates, best first.
   const float max = candidates_[0].first;
@@ -215,6 +220,31 @@ int32_t Sampler::sample(const float* raw_logits, int64_t vocab,
     if (r < 0.0) return candidates_[i].second;
   }
   return candidates_[cut - 1].second;
+}
+
+void Sampler::select_top_k(const float* logits, int64_t vocab, int64_t k) {
+  // Buckets by the top bits of an order-preserving key of each logit; the
+  // buckets from the top down until they hold k logits bound the top k, so
+  // only their members become candidates (k plus one bucket's worth).
+  auto key = [](float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return (u & 0x80000000u) != 0 ? ~u : (u | 0x80000000u);
+  };
+  constexpr int kShift = 20;
+  constexpr int kBuckets = 1 << (32 - kShift);
+  bucket_count_.assign(kBuckets, 0);
+  for (int64_t i = 0; i < vocab; ++i) ++bucket_count_[key(logits[i]) >> kShift];
+  int64_t above = 0;
+  uint32_t edge = kBuckets - 1;
+  for (; edge > 0 && above + bucket_count_[edge] < k; --edge) above += bucket_count_[edge];
+  candidates_.clear();
+  for (int64_t i = 0; i < vocab; ++i) {
+    if ((key(logits[i]) >> kShift) >= edge) {
+      candidates_.push_back(
+          {static_cast<float>(logits[i] / params_.temperature), static_cast<int32_t>(i)});
+    }
+  }
 }
 
 void Sampler::softmax(const float* logits, int64_t vocab) {

@@ -53,9 +53,11 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<float> processed_;                       // scratch [vocab]
-  // How many best candidates the sorted path needs (top-k, or min-p's
-  // survivors).
+  // How many best candidates the sorted path needs with min-p (its survivors).
   int64_t num_candidates(int64_t vocab);
+  // candidates_ = (logit / temperature, id) for a superset of the k best
+  // logits (whole buckets of them), unsorted.
+  void select_top_k(const float* logits, int64_t vocab, int64_t k);
   // probs_ = softmax(logits / temperature) over the whole vocabulary (f32,
   // the vectorized ops::softmax).
   void softmax(const float* logits, int64_t vocab);
@@ -67,6 +69,7 @@ class Sampler {
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch
   std::vector<float> probs_;                           // scratch [vocab]
   std::vector<double> bucket_mass_;                    // scratch (sample_nucleus)
+  std::vector<int64_t> bucket_count_;                  // scratch (select_top_k)
 };
 
 int32_t argmax(const float* logits, int64_t vocab);

@@ -117,6 +117,29 @@ TEST(SamplerTest, FlatNucleusWithTiesMatchesFullSort) {
   }
 }
 
+// Top-k on a large vocabulary with negative logits and ties at the k-th
+// value: the sampled tokens are the exact k best (ties: lower id first).
+TEST(SamplerTest, LargeVocabularyTopKMatchesFullSort) {
+  const int64_t vocab = 60000, k = 20;
+  std::mt19937 gen(8);
+  std::normal_distribution<float> noise(-5.0f, 2.0f);
+  std::vector<float> logits(vocab);
+  for (float& l : logits) l = noise(gen);
+  for (int i = 0; i < 30; ++i) logits[(i * 1999) % vocab] = 3.0f;  // 30 tied at the top
+  std::vector<int32_t> order(vocab);
+  for (int64_t i = 0; i < vocab; ++i) order[i] = static_cast<int32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::set<int32_t> best(order.begin(), order.begin() + k);
+  Sampler s({.temperature = 1.0, .top_k = k, .seed = 6});
+  std::set<int32_t> seen;
+  for (int i = 0; i < 2000; ++i) {
+    int32_t t = s.sample(logits.data(), vocab);
+    ASSERT_TRUE(best.count(t)) << "token " << t;
+    seen.insert(t);
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(k));
+}
+
 // token_logprob (f32 softmax) against double math, on a large vocabulary
 // with tokens far in the tail (where it falls back to double).
 TEST(SamplerTest, TokenLogprobMatchesDouble) {
