@@ -27,11 +27,12 @@ struct MatmulWeight::Packed {};
 namespace strata::ops::cpu {
 
 // Precision of x inside the inner product.
-//   kF32:  x stays f32; weights are widened exactly to f32 (F32, F16, Q8_0
-//          decode without AVX512-VNNI; with it see uses_q8_activations()).
+//   kF32:  x stays f32; weights are widened exactly to f32 (F32, F16, and
+//          quantized decode without AVX512-VNNI; with it see
+//          uses_q8_activations() / uses_lowbit_kernel()).
 //   kBF16: x is rounded to bf16 and multiplied with bf16 weights by vdpbf16ps
-//          (BF16 weights always; Q8_0 prefill, whose q*d products are rounded
-//          to bf16 tile by tile). Sums are f32.
+//          (BF16 weights always; quantized prefill, whose dequantized values
+//          are rounded to bf16 tile by tile). Sums are f32.
 enum class MatmulMode { kF32, kBF16 };
 
 // Decode regime: matmuls with at most this many rows of x run our GEMV
@@ -182,11 +183,12 @@ void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, Thr
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)
-// instead of using matmul_mode(): Q8_0 weights, m <= kDecodeMaxRows, and t
-// has a VNNI kernel the CPU can run.
+// instead of using matmul_mode(): Q8_0 weights, m <= kDecodeMaxRows (any m
+// with STRATA_NO_ONEDNN=1, see ops.cc), and t has a VNNI kernel the CPU can run.
 bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t runs matmul_lowbit_range: a low-bit
-// quantized weight, m <= kDecodeMaxRows, and a VNNI kernel the CPU can run.
+// quantized weight, m <= kDecodeMaxRows (any m with STRATA_NO_ONEDNN=1), and a
+// VNNI kernel the CPU can run.
 bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m);
 
 }  // namespace strata::ops::cpu
