@@ -2,6 +2,7 @@
 // sub-scales, finite moderate f16 fields). For tests only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -10,24 +11,26 @@
 #include <vector>
 
 #include "tensor/dtype.h"
+#include "tensor/quant_blocks.h"
 
 namespace strata::tensor::testing {
 
-// Byte offsets of the f16 fields of one block of `t`.
+// Byte offsets of the f16 fields of one block of `t` (from the block structs).
 inline std::vector<int> quant_f16_fields(DType t) {
+  auto at = [](size_t off) { return static_cast<int>(off); };
   switch (t) {
-    case DType::kQ4_0:
-    case DType::kQ5_0:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kQ8_0: return {0};
-    case DType::kQ4_1:
-    case DType::kQ5_1:
-    case DType::kQ4_K:
-    case DType::kQ5_K: return {0, 2};
-    case DType::kQ2_K: return {80, 82};
-    case DType::kQ3_K: return {108};
-    case DType::kQ6_K: return {208};
+    case DType::kQ4_0: return {at(offsetof(BlockQ4_0, d))};
+    case DType::kQ5_0: return {at(offsetof(BlockQ5_0, d))};
+    case DType::kIQ4_NL: return {at(offsetof(BlockIQ4_NL, d))};
+    case DType::kIQ4_XS: return {at(offsetof(BlockIQ4_XS, d))};
+    case DType::kQ8_0: return {at(offsetof(BlockQ8_0, scale_f16))};
+    case DType::kQ4_1: return {at(offsetof(BlockQ4_1, d)), at(offsetof(BlockQ4_1, m))};
+    case DType::kQ5_1: return {at(offsetof(BlockQ5_1, d)), at(offsetof(BlockQ5_1, m))};
+    case DType::kQ4_K: return {at(offsetof(BlockQ4_K, d)), at(offsetof(BlockQ4_K, dmin))};
+    case DType::kQ5_K: return {at(offsetof(BlockQ5_K, d)), at(offsetof(BlockQ5_K, dmin))};
+    case DType::kQ2_K: return {at(offsetof(BlockQ2_K, d)), at(offsetof(BlockQ2_K, dmin))};
+    case DType::kQ3_K: return {at(offsetof(BlockQ3_K, d))};
+    case DType::kQ6_K: return {at(offsetof(BlockQ6_K, d))};
     default: return {};
   }
 }
