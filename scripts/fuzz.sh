@@ -15,7 +15,8 @@ seconds="${1:-600}"
 shift || true
 all_targets=(fuzz_kv_transfer_config fuzz_chunk_header fuzz_s3_response fuzz_p2p_protocol
              fuzz_openai_request fuzz_chat_template fuzz_safetensors_header
-             fuzz_safetensors_index fuzz_gguf fuzz_tokenizer_json)
+             fuzz_safetensors_index fuzz_gguf fuzz_tokenizer_json fuzz_gbnf fuzz_json_schema
+             fuzz_tool_parsers)
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then targets=("${all_targets[@]}"); fi
 

@@ -19,6 +19,7 @@
 #include "flags.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
+#include "server/agent_setup.h"
 #include "server/api_server.h"
 #include "server/kv_events_config.h"
 #include "server/kv_transfer_config.h"
@@ -59,6 +60,7 @@ struct ServeFlags {
   std::string max_request_body = "32MiB";
   int64_t shutdown_timeout = 10;
   bool disable_log_stats = false;
+  server::AgentFlags agents;
 };
 
 // vLLM flags accepted for compatibility that change nothing here.
@@ -71,8 +73,6 @@ const char* const kIgnoredValueFlags[] = {"swap-space",
                                           "tokenizer-mode",
                                           "uvicorn-log-level",
                                           "max-logprobs",
-                                          "tool-call-parser",
-                                          "reasoning-parser",
                                           "chat-template-content-format",
                                           "override-generation-config",
                                           "prefix-caching-hash-algo",
@@ -93,12 +93,10 @@ const char* const kIgnoredBoolFlags[] = {"trust-remote-code",
                                          "enable-chunked-prefill",
                                          "enable-prompt-tokens-details",
                                          "disable-frontend-multiprocessing",
-                                         "enable-auto-tool-choice",
                                          "disable-fastapi-docs",
                                          "enable-force-include-usage",
                                          "enable-request-id-headers",
-                                         "disable-uvicorn-access-log",
-                                         "trust-request-chat-template"};
+                                         "disable-uvicorn-access-log"};
 
 void register_flags(FlagSet& flags, ServeFlags& f) {
   flags.add_string("model", &f.model,
@@ -149,6 +147,19 @@ void register_flags(FlagSet& flags, ServeFlags& f) {
                 "seconds in-flight requests get to finish after SIGINT/SIGTERM");
   flags.add_bool("disable-log-stats", &f.disable_log_stats,
                  "no periodic throughput line in the log");
+  flags.add_bool("enable-auto-tool-choice", &f.agents.enable_auto_tool_choice,
+                 "tool_choice \"auto\": parse tool calls out of the output (needs "
+                 "--tool-call-parser)");
+  flags.add_string("tool-call-parser", &f.agents.tool_call_parser,
+                   "tool-call format of the model: hermes, llama3_json, mistral, pythonic, "
+                   "qwen3_xml");
+  flags.add_string("reasoning-parser", &f.agents.reasoning_parser,
+                   "split reasoning into message.reasoning: deepseek_r1, qwen3");
+  flags.add_string("structured-outputs-config", &f.agents.structured_outputs_config,
+                   "JSON: backend, disable_any_whitespace, disable_additional_properties, "
+                   "enable_in_reasoning, reasoning_parser");
+  flags.add_bool("trust-request-chat-template", &f.agents.trust_request_chat_template,
+                 "accept a chat_template field in requests");
 }
 
 int fail(const Status& status) {
@@ -449,6 +460,11 @@ int serve(const ServeFlags& f) {
   ctx.config = server_config(f, *loaded, max_len);
   set_kv_peer_address(config->offload, ctx.config);
   ctx.rng.seed(ctx.config.seed);
+  if (Status s = server::configure_agents(f.agents, *loaded->tokenizer, ctx.config.eos_token_ids,
+                                          &ctx);
+      !s.ok()) {
+    return fail(s);
+  }
   ctx.metrics = std::make_unique<server::Metrics>(
       ctx.config.served_model_names.front(), max_len,
       server::CacheConfigInfo{config->block_size, (*engine)->num_kv_blocks(),

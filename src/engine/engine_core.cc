@@ -197,7 +197,7 @@ Status EngineCore::add_request(EngineRequest request) {
   STRATA_RETURN_IF_ERROR(scheduler_.add_request(std::move(r)));
   times_[request.request_id] = {.arrival = std::chrono::steady_clock::now()};
   runner_.add_request(key, request.sampling, request.num_top_logprobs,
-                      request.num_prompt_logprobs);
+                      request.num_prompt_logprobs, std::move(request.constraints));
   return Status();
 }
 

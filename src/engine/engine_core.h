@@ -58,6 +58,8 @@ struct EngineRequest {
   int num_prompt_logprobs = -1;  // -1 off; k >= 0: each prompt token's logprob + top k
   std::string cache_salt;
   scheduler::KvTransferHints kv_transfer;  // from kv_transfer_params
+  // Structured outputs, allowed_token_ids, bad_words (runner/token_constraints.h).
+  runner::TokenConstraintSpec constraints;
 };
 
 // What one step produced for one request.

@@ -11,9 +11,13 @@ ModelRunner::ModelRunner(const model::Model& model, int64_t num_blocks, int64_t 
     : model_(model), arena_(model.make_kv_arena(num_blocks, block_size, kv_dtype)), pool_(pool) {}
 
 void ModelRunner::add_request(kv::RequestKey key, const sampling::SamplingParams& params,
-                              int num_top_logprobs, int num_prompt_logprobs) {
-  requests_.insert_or_assign(
-      key, RequestState{sampling::Sampler(params), num_top_logprobs, num_prompt_logprobs});
+                              int num_top_logprobs, int num_prompt_logprobs,
+                              TokenConstraintSpec constraints) {
+  RequestState state{sampling::Sampler(params), num_top_logprobs, num_prompt_logprobs, 0, nullptr};
+  if (!constraints.empty()) {
+    state.constraints = std::make_unique<TokenConstraints>(std::move(constraints));
+  }
+  requests_.insert_or_assign(key, std::move(state));
 }
 
 void ModelRunner::remove_request(kv::RequestKey key) { requests_.erase(key); }
@@ -69,7 +73,14 @@ void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState&
   const int64_t num_prompt = s.request->num_prompt_tokens();
   std::span<const int32_t> prompt(ids.data(), num_prompt);
   std::span<const int32_t> generated(ids.data() + num_prompt, ids.size() - num_prompt);
-  out.token_id = state.sampler.sample(logits, vocab, prompt, generated);
+  if (state.constraints != nullptr) {
+    masked_logits_.assign(logits, logits + vocab);
+    state.constraints->apply(masked_logits_.data(), vocab, generated);
+    out.token_id = state.sampler.sample(masked_logits_.data(), vocab, prompt, generated);
+    state.constraints->accept(out.token_id, generated);
+  } else {
+    out.token_id = state.sampler.sample(logits, vocab, prompt, generated);
+  }
   out.logprob = sampling::token_logprob(logits, vocab, out.token_id);
   if (state.num_top_logprobs > 0) {
     out.top_logprobs = sampling::top_logprobs(logits, vocab, state.num_top_logprobs);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "base/thread_pool.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
+#include "runner/token_constraints.h"
 #include "sampling/sampler.h"
 #include "scheduler/scheduler.h"
 
@@ -52,8 +54,11 @@ class ModelRunner {
   // Registers a request's sampling settings before it is first scheduled.
   // num_prompt_logprobs < 0 turns prompt logprobs off; k >= 0 reports each
   // prompt token's logprob and the k most likely alternatives.
+  // `constraints` (grammar, allowed_token_ids, bad_words) mask the logits
+  // before sampling; reported logprobs stay raw.
   void add_request(kv::RequestKey key, const sampling::SamplingParams& params,
-                   int num_top_logprobs, int num_prompt_logprobs = -1);
+                   int num_top_logprobs, int num_prompt_logprobs = -1,
+                   TokenConstraintSpec constraints = {});
   void remove_request(kv::RequestKey key);
 
   // One forward pass over `output`; entries of the result belong to
@@ -70,6 +75,7 @@ class ModelRunner {
     int num_top_logprobs;
     int num_prompt_logprobs;
     int64_t num_prompt_logprobs_done = 0;  // survives preemption: no duplicates
+    std::unique_ptr<TokenConstraints> constraints;  // null = unconstrained
   };
   // A row of logits the step computes: for sampling, or a prompt logprob of
   // the token after `position`.
@@ -91,6 +97,7 @@ class ModelRunner {
   attention::KvArena arena_;
   ThreadPool& pool_;
   std::unordered_map<kv::RequestKey, RequestState> requests_;
+  std::vector<float> masked_logits_;  // scratch [vocab] for constrained rows
   int64_t num_forward_tokens_ = 0;
 };
 

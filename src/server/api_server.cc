@@ -12,6 +12,26 @@
 namespace strata::server {
 namespace {
 
+// %XX escapes in a path segment (model ids like "org%2Fname").
+std::string url_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
 // `given` (from the client) against `key`: the time depends only on the
 // given string's length, never on where it differs or on the key's length.
 bool constant_time_equal(const std::string& given, const std::string& key) {
@@ -99,6 +119,9 @@ void ApiServer::route(HttpRequest req, std::shared_ptr<HttpResponder> responder)
   if (post && p == "/v1/completions") return handle_completions(ctx_, req, responder);
   if (post && p == "/v1/chat/completions") return handle_chat_completions(ctx_, req, responder);
   if (get && p == "/v1/models") return handle_models(*responder);
+  if (get && p.rfind("/v1/models/", 0) == 0) {
+    return handle_model(url_decode(p.substr(std::string_view("/v1/models/").size())), *responder);
+  }
   if (post && p == "/tokenize") return handle_tokenize(ctx_, req, responder);
   if (post && p == "/detokenize") return handle_detokenize(ctx_, req, responder);
   if ((get || post) && (p == "/health" || p == "/ping")) {
@@ -142,19 +165,32 @@ void ApiServer::route(HttpRequest req, std::shared_ptr<HttpResponder> responder)
   reply_error(*responder, ApiError::not_found("Not Found: " + req.method + " " + p));
 }
 
+void ApiServer::write_model(JsonWriter& w, const std::string& name) const {
+  w.begin_object();
+  w.key("id").value(name).key("object").value("model");
+  w.key("created").value(ctx_.config.created).key("owned_by").value("vllm");
+  w.key("root").value(ctx_.config.model_root).key("parent").null();
+  w.key("max_model_len").value(ctx_.config.max_model_len);
+  w.key("permission").begin_array().end_array();
+  w.end_object();
+}
+
 void ApiServer::handle_models(HttpResponder& responder) {
   JsonWriter w;
   w.begin_object().key("object").value("list").key("data").begin_array();
-  for (const std::string& name : ctx_.config.served_model_names) {
-    w.begin_object();
-    w.key("id").value(name).key("object").value("model");
-    w.key("created").value(ctx_.config.created).key("owned_by").value("vllm");
-    w.key("root").value(ctx_.config.model_root).key("parent").null();
-    w.key("max_model_len").value(ctx_.config.max_model_len);
-    w.key("permission").begin_array().end_array();
-    w.end_object();
-  }
+  for (const std::string& name : ctx_.config.served_model_names) write_model(w, name);
   w.end_array().end_object();
+  responder.reply(200, "application/json", w.take());
+}
+
+void ApiServer::handle_model(const std::string& id, HttpResponder& responder) {
+  const auto& names = ctx_.config.served_model_names;
+  if (std::find(names.begin(), names.end(), id) == names.end()) {
+    return reply_error(responder,
+                       ApiError::not_found("The model `" + id + "` does not exist.", "model"));
+  }
+  JsonWriter w;
+  write_model(w, id);
   responder.reply(200, "application/json", w.take());
 }
 

@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "server/http_server.h"
+#include "server/json_writer.h"
 #include "server/server_context.h"
 
 namespace strata::server {
@@ -41,6 +42,9 @@ class ApiServer {
   void route(HttpRequest req, std::shared_ptr<HttpResponder> responder);
   bool authorized(const HttpRequest& req) const;
   void handle_models(HttpResponder& responder);
+  // GET /v1/models/{id}: one served name's model object, else 404.
+  void handle_model(const std::string& id, HttpResponder& responder);
+  void write_model(JsonWriter& w, const std::string& name) const;
   void handle_reset_prefix_cache(std::shared_ptr<HttpResponder> responder);
   void begin_shutdown(int signal);
   void poll_shutdown(int64_t deadline_ms);

@@ -6,11 +6,13 @@
 #include "server/json_writer.h"
 #include "server/openai_request.h"
 #include "server/request_options.h"
+#include "server/tool_choice.h"
 
 namespace strata::server {
 namespace {
 
 struct ChatPromptSpec {
+  const chat_template::ChatTemplate* chat_template;  // null: the server's
   const nlohmann::ordered_json* messages;
   const nlohmann::ordered_json* tools;
   const nlohmann::ordered_json* kwargs;
@@ -21,13 +23,16 @@ struct ChatPromptSpec {
 // Renders the conversation; continue_final_message cuts the text right after
 // the last message's content so the model continues it.
 ApiOr<std::string> render_chat(const ServerContext& ctx, const ChatPromptSpec& spec) {
-  if (!ctx.chat_template) {
+  const chat_template::ChatTemplate* tmpl =
+      spec.chat_template != nullptr ? spec.chat_template
+                                    : (ctx.chat_template ? &*ctx.chat_template : nullptr);
+  if (tmpl == nullptr) {
     return ApiError::bad_request(
         "As of transformers v4.44, default chat template is no longer allowed, so you must "
         "provide a chat template if the tokenizer does not define one.");
   }
   StatusOr<std::string> text = chat_template::apply_chat_template(
-      *ctx.chat_template, *spec.messages, spec.add_generation_prompt, *spec.tools, ctx.bos_token,
+      *tmpl, *spec.messages, spec.add_generation_prompt, *spec.tools, ctx.bos_token,
       ctx.eos_token, *spec.kwargs);
   if (!text.ok()) return ApiError::bad_request("chat template error: " + text.status().message());
   if (spec.continue_final_message && !spec.messages->empty()) {
@@ -45,6 +50,100 @@ void reply_json(HttpResponder& responder, std::string body) {
   responder.reply(200, "application/json", std::move(body));
 }
 
+// A request-level chat_template (vLLM: only with --trust-request-chat-template).
+ApiOr<std::optional<chat_template::ChatTemplate>> request_template(const ServerContext& ctx,
+                                                                   const ChatRequest& r) {
+  if (!r.chat_template) return std::optional<chat_template::ChatTemplate>();
+  if (!ctx.config.trust_request_chat_template) {
+    return ApiError::bad_request(
+        "Chat template is passed with request, but --trust-request-chat-template is not set. "
+        "Refused request with untrusted chat template.",
+        "chat_template");
+  }
+  StatusOr<chat_template::ChatTemplate> t = chat_template::ChatTemplate::parse(*r.chat_template);
+  if (!t.ok()) {
+    return ApiError::bad_request("chat template error: " + t.status().message(), "chat_template");
+  }
+  return std::optional<chat_template::ChatTemplate>(std::move(*t));
+}
+
+// The prompt ends inside a reasoning section: its last reasoning marker opens one.
+bool prompt_opens_reasoning(const output_parsers::ReasoningParser& parser,
+                            const std::string& prompt) {
+  const size_t open = prompt.rfind(parser.start_marker());
+  if (open == std::string::npos) return false;
+  const size_t close = prompt.rfind(parser.end_marker());
+  return close == std::string::npos || close < open;
+}
+
+bool prompt_closes_reasoning(const output_parsers::ReasoningParser& parser,
+                             const std::string& prompt) {
+  const size_t close = prompt.rfind(parser.end_marker());
+  if (close == std::string::npos) return false;
+  const size_t open = prompt.rfind(parser.start_marker());
+  return open == std::string::npos || open < close;
+}
+
+// tool_choice -> how the output is constrained and parsed (vLLM's rules:
+// absent = "auto" with tools, "none" without; "auto" needs
+// --enable-auto-tool-choice and a --tool-call-parser; required and named go
+// through the constrained decoder).
+std::optional<ApiError> plan_tool_calls(const ServerContext& ctx, const ChatRequest& r,
+                                        StructuredOutputRequest* constraint,
+                                        ChatOutputOptions* out) {
+  const bool has_tools = !r.tools.is_null();
+  ToolChoice::Mode mode = r.tool_choice.mode;
+  if (!r.tool_choice.given) mode = has_tools ? ToolChoice::Mode::kAuto : ToolChoice::Mode::kNone;
+  if (mode == ToolChoice::Mode::kNone) return std::nullopt;
+  if (!has_tools) {
+    return ApiError::bad_request("When using `tool_choice`, `tools` must be set.", "tool_choice");
+  }
+  if (mode == ToolChoice::Mode::kAuto) {
+    if (!ctx.config.enable_auto_tool_choice || ctx.tool_parser == nullptr) {
+      // Also when tool_choice is absent (tools imply "auto"): silently
+      // returning tool calls as text would break agents.
+      return ApiError::bad_request(
+          "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be "
+          "set",
+          "tool_choice");
+    }
+    // The server's parser lives as long as the server: a non-owning pointer.
+    out->tool_parser = std::shared_ptr<const output_parsers::ToolCallParser>(
+        std::shared_ptr<const output_parsers::ToolCallParser>(), ctx.tool_parser.get());
+    return std::nullopt;
+  }
+  if (r.sampling.structured.kind != StructuredOutputRequest::Kind::kNone) {
+    return ApiError::bad_request("tool_choice 'required' or a named tool cannot be combined with "
+                                 "another structured outputs constraint ('" +
+                                     r.sampling.structured.param + "')",
+                                 "tool_choice");
+  }
+  ApiOr<std::string> schema = mode == ToolChoice::Mode::kRequired
+                                  ? required_tools_schema(r.tools, r.parallel_tool_calls)
+                                  : named_tool_schema(r.tools, r.tool_choice.name);
+  if (!schema.ok()) return schema.error();
+  *constraint = {StructuredOutputRequest::Kind::kJsonSchema, std::move(*schema), {}, false,
+                 "tool_choice"};
+  if (mode == ToolChoice::Mode::kRequired) {
+    out->tool_parser = make_required_tool_calls_parser();
+  } else {
+    out->tool_parser = make_named_tool_call_parser(r.tool_choice.name);
+    out->tool_calls_finish_reason = "";  // vLLM: a named tool choice finishes with "stop"
+  }
+  out->null_content_with_calls = false;
+  return std::nullopt;
+}
+
+// vLLM's chat echo: the reply starts with the last message's content when
+// the model continues that (assistant) message.
+std::string echo_text(const ChatRequest& r) {
+  if (!r.echo || r.messages.empty()) return "";
+  const auto& last = r.messages.back();
+  if (last.value("role", "") != "assistant") return "";
+  auto content = last.find("content");
+  return content != last.end() && content->is_string() ? content->get<std::string>() : "";
+}
+
 }  // namespace
 
 void handle_chat_completions(ServerContext& ctx, const HttpRequest& req,
@@ -53,14 +152,42 @@ void handle_chat_completions(ServerContext& ctx, const HttpRequest& req,
   if (!r.ok()) return reply_error(*responder, r.error());
   ApiOr<std::string> model = resolve_model(ctx, r->model);
   if (!model.ok()) return reply_error(*responder, model.error());
-  ApiOr<std::string> text = render_chat(ctx, {&r->messages, &r->tools, &r->chat_template_kwargs,
-                                              r->add_generation_prompt, r->continue_final_message});
+  ApiOr<std::optional<chat_template::ChatTemplate>> tmpl = request_template(ctx, *r);
+  if (!tmpl.ok()) return reply_error(*responder, tmpl.error());
+  ApiOr<std::string> text =
+      render_chat(ctx, {*tmpl ? &**tmpl : nullptr, &r->messages, &r->tools,
+                        &r->chat_template_kwargs, r->add_generation_prompt,
+                        r->continue_final_message});
   if (!text.ok()) return reply_error(*responder, text.error());
+  StructuredOutputRequest tool_constraint;
+  ChatOutputOptions chat_output;
+  if (auto err = plan_tool_calls(ctx, *r, &tool_constraint, &chat_output)) {
+    return reply_error(*responder, *err);
+  }
   std::vector<JobPrompt> prompts(1);
   prompts[0].token_ids = ctx.tokenizer->encode(*text, r->add_special_tokens);
+  prompts[0].echo_text = echo_text(*r);
   truncate_prompt(ctx, r->sampling, &prompts[0].token_ids);
   ApiOr<JobOptions> options = make_job_options(ctx, r->sampling);
   if (!options.ok()) return reply_error(*responder, options.error());
+  if (auto err = add_structured_output(ctx, tool_constraint, &*options)) {
+    return reply_error(*responder, *err);
+  }
+  if (ctx.reasoning_parser != nullptr) {
+    chat_output.reasoning = ctx.reasoning_parser.get();
+    chat_output.prompt_opened_think = prompt_opens_reasoning(*ctx.reasoning_parser, *text);
+    // Structured outputs start after the reasoning section (unless
+    // --structured-outputs-config enable_in_reasoning).
+    if (options->base.constraints.grammar != nullptr && !ctx.config.structured_in_reasoning &&
+        !prompt_closes_reasoning(*ctx.reasoning_parser, *text)) {
+      options->base.constraints.grammar_starts_after = ctx.reasoning_end_ids;
+    }
+  }
+  if (chat_output.tool_parser != nullptr && !r->tools.is_null()) {
+    chat_output.tools = std::make_shared<const nlohmann::ordered_json>(r->tools);
+  }
+  options->chat_output = std::move(chat_output);
+  options->echo = !prompts[0].echo_text.empty();
   if (auto err = resolve_max_tokens(ctx, r->sampling, true, prompts, &*options)) {
     return reply_error(*responder, *err);
   }
@@ -84,7 +211,7 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req,
   std::string text = r->prompt;
   if (r->is_chat) {
     ApiOr<std::string> rendered = render_chat(
-        ctx, {&r->messages, &r->tools, &r->chat_template_kwargs, r->add_generation_prompt, false});
+        ctx, {nullptr, &r->messages, &r->tools, &r->chat_template_kwargs, r->add_generation_prompt, false});
     if (!rendered.ok()) return reply_error(*responder, rendered.error());
     text = std::move(*rendered);
   }

@@ -67,6 +67,9 @@ std::optional<ApiError> GenerationJob::start() {
       c.detokenizer.emplace(*ctx_.tokenizer, options_.detokenize, context);
       c.stop = StopMatcher(options_.stop, options_.include_stop_str);
       c.text_offset = options_.echo ? static_cast<int64_t>(prompts_[p].echo_text.size()) : 0;
+      if (options_.chat_output.active()) {
+        c.splitter = std::make_unique<ChatOutputSplitter>(options_.chat_output);
+      }
       engine::EngineRequest r = options_.base;
       r.request_id = c.request_id;
       r.prompt_token_ids = ids;
@@ -199,7 +202,7 @@ void GenerationJob::add_logprob(Choice& c, const runner::SampledToken& tok, Choi
 // The engine delivers prompt logprobs with the first generated token.
 void GenerationJob::take_prompt_logprobs(Choice& c, const engine::RequestOutput& out,
                                          ChoiceOutput& delta) {
-  const bool echo_logprobs = options_.echo && options_.num_logprobs >= 0;
+  const bool echo_logprobs = options_.echo && !options_.meta.is_chat && options_.num_logprobs >= 0;
   if (options_.num_prompt_logprobs < 0 && !echo_logprobs) return;
   if (out.prompt_logprobs.empty() && out.new_tokens.empty() && !out.finished) return;
   c.got_prompt_logprobs = true;
@@ -255,8 +258,33 @@ PromptTokenLogprobs GenerationJob::prompt_position(const runner::PromptLogprob& 
   return pos;
 }
 
+void GenerationJob::split_delta(Choice& c, ChoiceOutput& delta) {
+  std::string text = std::move(delta.text);
+  delta.text.clear();
+  c.splitter->add(text, delta);
+  if (delta.finish_reason.empty()) return;
+  c.splitter->finish(delta);
+  const std::string& reason = c.splitter->options().tool_calls_finish_reason;
+  if (c.splitter->has_tool_calls() && !reason.empty() && delta.finish_reason == "stop") {
+    delta.finish_reason = reason;
+    c.finish_reason = reason;
+  }
+}
+
+void GenerationJob::split_whole(Choice& c, ChoiceOutput& out) {
+  const size_t echo = options_.echo ? prompts_[c.prompt_idx].echo_text.size() : 0;
+  const std::string prefix = out.text.substr(0, echo);
+  c.splitter->split_whole(std::string_view(out.text).substr(echo), out);
+  out.text = prefix + out.text;
+  const std::string& reason = c.splitter->options().tool_calls_finish_reason;
+  if (c.splitter->has_tool_calls() && !reason.empty() && out.finish_reason == "stop") {
+    out.finish_reason = reason;
+  }
+}
+
 void GenerationJob::emit(Choice& c, ChoiceOutput delta) {
   if (cancelled_) return;
+  if (c.splitter != nullptr && options_.stream) split_delta(c, delta);
   const bool first = !c.sent_first;
   if (first && options_.echo) delta.text = prompts_[c.prompt_idx].echo_text + delta.text;
   if (!options_.stream) {
@@ -278,7 +306,7 @@ void GenerationJob::emit(Choice& c, ChoiceOutput delta) {
     }
   }
   if (delta.text.empty() && delta.logprobs.empty() && delta.token_ids.empty() &&
-      delta.finish_reason.empty()) {
+      delta.finish_reason.empty() && delta.reasoning.empty() && delta.tool_calls.empty()) {
     return;
   }
   Usage u;
@@ -321,6 +349,7 @@ void GenerationJob::complete() {
     co.finish_reason = c.finish_reason;
     co.stop_reason_json = c.stop_reason_json;
     co.prompt_logprobs_json = std::move(c.prompt_logprobs_json);
+    if (c.splitter != nullptr) split_whole(c, co);
     out.push_back(std::move(co));
   }
   responder_->reply(200, "application/json", format_response(options_.meta, out, usage()));

@@ -21,6 +21,7 @@
 
 #include "engine/engine_core.h"
 #include "server/api_error.h"
+#include "server/chat_output.h"
 #include "server/http_server.h"
 #include "server/openai_format.h"
 #include "server/server_context.h"
@@ -52,6 +53,8 @@ struct JobOptions {
   engine::EngineRequest base;
   std::optional<uint64_t> seed;     // the request's seed (choice i uses seed + i)
   std::vector<int64_t> max_tokens;  // [num prompts]
+  // Chat: reasoning and tool-call parsing of each choice's text.
+  ChatOutputOptions chat_output;
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
@@ -84,6 +87,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     int64_t num_cached_tokens = 0;
     int32_t last_token = -1;
     std::chrono::steady_clock::time_point last_token_time;
+    std::unique_ptr<ChatOutputSplitter> splitter;  // chat_output active
   };
 
   void on_output(size_t choice_idx, const engine::RequestOutput& out);
@@ -95,6 +99,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   void add_echo_logprobs(const Choice& c, const engine::RequestOutput& out, ChoiceOutput& delta);
   PromptTokenLogprobs prompt_position(const runner::PromptLogprob& p) const;
   void emit(Choice& c, ChoiceOutput delta);
+  // Streaming with a splitter: the delta's text becomes content, reasoning
+  // and tool-call pieces; the final one gets finish_reason "tool_calls".
+  void split_delta(Choice& c, ChoiceOutput& delta);
+  void split_whole(Choice& c, ChoiceOutput& out);
   void complete();
   void cancel();
   Usage usage() const;

@@ -108,12 +108,31 @@ void write_token_ids(JsonWriter& w, const ChoiceOutput& c) {
   w.end_array();
 }
 
+// message.tool_calls, or a delta's pieces of them.
+void write_tool_calls(JsonWriter& w, const std::vector<ToolCallOutput>& calls, bool is_delta) {
+  w.key("tool_calls").begin_array();
+  for (const ToolCallOutput& t : calls) {
+    w.begin_object();
+    if (is_delta) w.key("index").value(t.index);
+    if (!is_delta || !t.id.empty()) w.key("id").value(t.id).key("type").value("function");
+    w.key("function").begin_object();
+    if (!is_delta || !t.name.empty()) w.key("name").value(t.name);
+    w.key("arguments").value(t.arguments);
+    w.end_object().end_object();
+  }
+  w.end_array();
+}
+
 void write_stream_choice(JsonWriter& w, const ResponseMeta& meta, const ChoiceOutput& c) {
   w.begin_object().key("index").value(c.index);
   if (meta.is_chat) {
     w.key("delta").begin_object();
     if (c.with_role) w.key("role").value("assistant");
     if (c.with_role || !c.text.empty()) w.key("content").value(c.text);
+    if (!c.reasoning.empty()) {
+      w.key("reasoning").value(c.reasoning).key("reasoning_content").value(c.reasoning);
+    }
+    if (!c.tool_calls.empty()) write_tool_calls(w, c.tool_calls, true);
     w.end_object();
   } else {
     w.key("text").value(c.text);
@@ -128,8 +147,21 @@ void write_full_choice(JsonWriter& w, const ResponseMeta& meta, const ChoiceOutp
   w.begin_object().key("index").value(c.index);
   if (meta.is_chat) {
     w.key("message").begin_object();
-    w.key("role").value("assistant").key("content").value(c.text);
-    w.key("tool_calls").begin_array().end_array();
+    w.key("role").value("assistant").key("content");
+    if (c.content_null) {
+      w.null();
+    } else {
+      w.value(c.text);
+    }
+    write_tool_calls(w, c.tool_calls, false);
+    for (const char* key : {"reasoning", "reasoning_content"}) {
+      w.key(key);
+      if (c.has_reasoning) {
+        w.value(c.reasoning);
+      } else {
+        w.null();
+      }
+    }
     w.end_object();
   } else {
     w.key("text").value(c.text);

@@ -53,6 +53,16 @@ struct Usage {
   int64_t cached_tokens = 0;
 };
 
+// A tool call in a chat message, or (streamed) a piece of one: `id` and
+// `name` only in a call's first delta, `arguments` a fragment; the fragments
+// of a call concatenate to its JSON arguments.
+struct ToolCallOutput {
+  int index = 0;
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 // One choice's piece of output: a stream delta, or the whole choice.
 struct ChoiceOutput {
   int index = 0;
@@ -65,6 +75,13 @@ struct ChoiceOutput {
   bool has_token_ids = false;
   std::vector<int32_t> token_ids;
   const std::vector<int32_t>* prompt_token_ids = nullptr;
+  // Chat: the reasoning text (message.reasoning and reasoning_content, as
+  // vLLM and older clients read it; streamed as delta.reasoning), and tool
+  // calls (message.tool_calls; streamed as delta.tool_calls).
+  std::string reasoning;
+  bool has_reasoning = false;
+  std::vector<ToolCallOutput> tool_calls;
+  bool content_null = false;  // whole message: "content": null (tool calls only)
   std::string finish_reason;              // "" -> null
   std::string stop_reason_json = "null";  // null | "stop string" | token id
   // Non-streamed only: [null, {...}, ...] or "" (field omitted / null).

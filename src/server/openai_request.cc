@@ -169,31 +169,169 @@ ApiError unsupported(const std::string& what, const std::string& param) {
 // Known fields whose meaning Strata cannot honour yet are refused rather than
 // silently ignored (a client relying on them would get wrong output).
 void reject_unsupported(FieldReader& f) {
-  if (auto rf = f.object("response_format")) {
-    FieldReader r(*rf);
-    std::string type = r.string("type").value_or("text");
-    if (type != "text")
-      f.fail(unsupported("response_format type '" + type + "'", "response_format"));
-  }
-  for (const char* name :
-       {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar"}) {
-    if (f.has(name)) f.fail(unsupported(std::string("'") + name + "'", name));
-  }
-  if (auto e = f.element("tool_choice")) {
-    std::string_view v;
-    if (e->get_string().get(v) != simdjson::SUCCESS || (v != "auto" && v != "none")) {
-      f.fail(unsupported("tool_choice other than \"auto\" or \"none\"", "tool_choice"));
-    }
-  }
-  for (const char* name : {"allowed_token_ids", "bad_words"}) {
-    if (auto e = f.element(name); e && e->is_array() && e->get_array().size() > 0) {
-      f.fail(unsupported(std::string("'") + name + "'", name));
-    }
-  }
   if (f.integer("best_of").value_or(1) > 1) f.fail(unsupported("best_of > 1", "best_of"));
   if (f.boolean("use_beam_search").value_or(false)) {
     f.fail(unsupported("beam search", "use_beam_search"));
   }
+}
+
+using Kind = StructuredOutputRequest::Kind;
+
+// A JSON schema given as an object (or, leniently, as its JSON text).
+std::optional<std::string> schema_text(FieldReader& f, std::string_view name) {
+  auto e = f.element(name);
+  if (!e) return std::nullopt;
+  std::string_view text;
+  if (e->get_string().get(text) == simdjson::SUCCESS) return std::string(text);
+  if (e->is_object()) return to_ordered_json(*e).dump();
+  f.fail(ApiError::bad_request("'" + std::string(name) + "' must be a JSON schema object, got " +
+                                   json_type_phrase(*e),
+                               std::string(name)));
+  return std::nullopt;
+}
+
+void set_constraint(FieldReader& f, StructuredOutputRequest& out, StructuredOutputRequest c) {
+  if (out.kind != Kind::kNone) {
+    f.fail(ApiError::bad_request("only one kind of structured outputs constraint may be given; "
+                                 "got '" + out.param + "' and '" + c.param + "'",
+                                 c.param));
+    return;
+  }
+  out = std::move(c);
+}
+
+// vLLM's structured_outputs {json, regex, choice, grammar, json_object} (or the
+// older top-level guided_* fields, with `prefix` "guided_").
+void read_constraint_fields(FieldReader& f, const std::string& prefix, const std::string& where,
+                            StructuredOutputRequest& out) {
+  if (auto json = schema_text(f, prefix + "json")) {
+    set_constraint(f, out, {Kind::kJsonSchema, *json, {}, false, where + prefix + "json"});
+  }
+  if (auto regex = f.string(prefix + "regex")) {
+    set_constraint(f, out, {Kind::kRegex, *regex, {}, false, where + prefix + "regex"});
+  }
+  if (auto choice = f.string_or_list(prefix + "choice")) {
+    if (choice->empty()) {
+      f.fail(ApiError::bad_request("'" + prefix + "choice' must not be empty", prefix + "choice"));
+    }
+    set_constraint(f, out, {Kind::kChoice, "", *choice, false, where + prefix + "choice"});
+  }
+  if (auto grammar = f.string(prefix + "grammar")) {
+    set_constraint(f, out, {Kind::kGrammar, *grammar, {}, false, where + prefix + "grammar"});
+  }
+  if (f.boolean(prefix + "json_object").value_or(false)) {
+    set_constraint(f, out, {Kind::kJsonObject, "", {}, false, where + prefix + "json_object"});
+  }
+}
+
+void read_response_format(FieldReader& f, StructuredOutputRequest& out) {
+  auto rf = f.object("response_format");
+  if (!rf) return;
+  FieldReader r(*rf);
+  const std::string type = r.string("type").value_or("text");
+  if (type == "json_object") {
+    set_constraint(f, out, {Kind::kJsonObject, "", {}, false, "response_format"});
+  } else if (type == "json_schema") {
+    auto js = r.object("json_schema");
+    if (!js) {
+      if (r.ok()) {
+        f.fail(ApiError::bad_request(
+            "response_format of type 'json_schema' requires a 'json_schema' object",
+            "response_format"));
+      }
+    } else {
+      FieldReader j(*js);
+      std::optional<std::string> schema = schema_text(j, "schema");
+      const bool strict = j.boolean("strict").value_or(false);
+      if (!j.ok()) {
+        f.fail(*j.error());
+      } else {
+        // No schema: any JSON object, as OpenAI and vLLM accept.
+        set_constraint(f, out,
+                       {schema ? Kind::kJsonSchema : Kind::kJsonObject, schema.value_or(""), {},
+                        strict, "response_format"});
+      }
+    }
+  } else if (type == "structural_tag") {
+    f.fail(unsupported("response_format type 'structural_tag'", "response_format"));
+  } else if (type != "text") {
+    f.fail(ApiError::bad_request("response_format type must be 'text', 'json_object' or "
+                                 "'json_schema', got '" + type + "'",
+                                 "response_format"));
+  }
+  if (!r.ok()) f.fail(*r.error());
+}
+
+void read_structured_outputs(FieldReader& f, SamplingFields& s) {
+  read_response_format(f, s.structured);
+  if (auto so = f.object("structured_outputs")) {
+    FieldReader o(*so);
+    read_constraint_fields(o, "", "structured_outputs.", s.structured);
+    if (o.has("structural_tag")) {
+      o.fail(unsupported("structured_outputs.structural_tag", "structured_outputs"));
+    }
+    if (!o.ok()) f.fail(*o.error());
+  }
+  read_constraint_fields(f, "guided_", "", s.structured);
+}
+
+void read_token_filters(FieldReader& f, SamplingFields& s) {
+  if (auto ids = f.int_list("allowed_token_ids")) {
+    if (ids->size() > kMaxAllowedTokenIds) {
+      f.fail(range_error("allowed_token_ids", "may hold at most " +
+                                                  std::to_string(kMaxAllowedTokenIds) + " ids"));
+    }
+    s.allowed_token_ids = std::move(*ids);
+  }
+  if (auto words = f.string_or_list("bad_words")) {
+    if (words->size() > kMaxBadWords) {
+      f.fail(range_error("bad_words", "may hold at most " + std::to_string(kMaxBadWords) +
+                                          " strings, got " + std::to_string(words->size())));
+    }
+    for (const std::string& w : *words) {
+      if (w.size() > kMaxStopStringBytes) {
+        f.fail(range_error("bad_words", "strings may be at most " +
+                                            std::to_string(kMaxStopStringBytes) + " bytes"));
+        break;
+      }
+    }
+    s.bad_words = std::move(*words);
+  }
+}
+
+void read_tool_choice(FieldReader& f, ChatRequest& r) {
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
+  auto e = f.element("tool_choice");
+  if (!e) return;
+  r.tool_choice.given = true;
+  std::string_view v;
+  if (e->get_string().get(v) == simdjson::SUCCESS) {
+    if (v == "none") {
+      r.tool_choice.mode = ToolChoice::Mode::kNone;
+    } else if (v == "auto") {
+      r.tool_choice.mode = ToolChoice::Mode::kAuto;
+    } else if (v == "required") {
+      r.tool_choice.mode = ToolChoice::Mode::kRequired;
+    } else {
+      f.fail(ApiError::bad_request("tool_choice must be 'none', 'auto', 'required' or "
+                                   "{\"type\": \"function\", \"function\": {\"name\": ...}}, got '" +
+                                       std::string(v) + "'",
+                                   "tool_choice"));
+    }
+    return;
+  }
+  simdjson::dom::object obj;
+  std::string_view name;
+  if (e->get_object().get(obj) == simdjson::SUCCESS &&
+      obj.at_pointer("/function/name").get_string().get(name) == simdjson::SUCCESS) {
+    r.tool_choice.mode = ToolChoice::Mode::kNamed;
+    r.tool_choice.name = std::string(name);
+    return;
+  }
+  f.fail(ApiError::bad_request(
+      "tool_choice must be 'none', 'auto', 'required' or {\"type\": \"function\", "
+      "\"function\": {\"name\": ...}}",
+      "tool_choice"));
 }
 
 // Reads the fields both endpoints share; `max_tokens` handled by the caller.
@@ -206,6 +344,8 @@ void read_sampling(FieldReader& f, SamplingFields& s) {
   read_core_sampling(f, s);
   read_logit_bias(f, s);
   read_stream_options(f, s);
+  read_structured_outputs(f, s);
+  read_token_filters(f, s);
 }
 
 ApiError prompt_error() {
@@ -241,11 +381,15 @@ std::optional<ApiError> read_prompts(simdjson::dom::element e, std::vector<Promp
   return std::nullopt;
 }
 
-// Joins text parts as vLLM's "string" content format does; other parts are
-// not supported by a text-only model.
+// Joins text parts as vLLM's "string" content format does (a null or absent
+// content becomes ""); other parts are not supported by a text-only model.
 std::optional<ApiError> normalize_content(nlohmann::ordered_json& message) {
   auto it = message.find("content");
-  if (it == message.end() || !it->is_array()) return std::nullopt;
+  if (it == message.end() || it->is_null()) {
+    message["content"] = "";
+    return std::nullopt;
+  }
+  if (!it->is_array()) return std::nullopt;
   std::string text;
   for (const auto& part : *it) {
     if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
@@ -259,6 +403,37 @@ std::optional<ApiError> normalize_content(nlohmann::ordered_json& message) {
     text += part["text"].get<std::string>();
   }
   *it = text;
+  return std::nullopt;
+}
+
+// An assistant turn's tool calls carry their arguments as a JSON string (the
+// OpenAI format); chat templates expect an object, so, as vLLM does, the
+// string is parsed before rendering.
+std::optional<ApiError> normalize_tool_calls(nlohmann::ordered_json& message) {
+  auto it = message.find("tool_calls");
+  if (it == message.end()) return std::nullopt;
+  if (it->is_null()) {
+    message.erase(it);
+    return std::nullopt;
+  }
+  if (!it->is_array()) return ApiError::bad_request("'tool_calls' must be a list", "messages");
+  for (auto& call : *it) {
+    if (!call.is_object()) {
+      return ApiError::bad_request("each tool call must be an object", "messages");
+    }
+    auto fn = call.find("function");
+    if (fn == call.end() || !fn->is_object()) continue;
+    auto args = fn->find("arguments");
+    if (args == fn->end() || !args->is_string()) continue;
+    nlohmann::ordered_json parsed =
+        nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) {
+      return ApiError::bad_request("tool call arguments must be a JSON string, got " +
+                                       args->get<std::string>().substr(0, 64),
+                                   "messages");
+    }
+    *args = std::move(parsed);
+  }
   return std::nullopt;
 }
 
@@ -276,6 +451,7 @@ std::optional<ApiError> read_messages(FieldReader& f, nlohmann::ordered_json* me
                                    "messages");
     }
     if (auto err = normalize_content(m)) return err;
+    if (auto err = normalize_tool_calls(m)) return err;
   }
   return std::nullopt;
 }
@@ -352,6 +528,9 @@ ApiOr<ChatRequest> parse_chat_request(std::string_view body) {
     }
     r.top_logprobs = static_cast<int>(*top);
   }
+  read_tool_choice(f, r);
+  r.echo = f.boolean("echo").value_or(false);
+  r.chat_template = f.string("chat_template");
   read_sampling(f, r.sampling);
   // max_completion_tokens wins over the deprecated max_tokens.
   r.sampling.max_tokens = f.integer("max_completion_tokens");

@@ -33,6 +33,21 @@ inline constexpr size_t kMaxStopStringBytes = 4096;
 inline constexpr size_t kMaxStopTokenIds = 1024;
 inline constexpr size_t kMaxLogitBias = 4096;
 
+// A structured-output constraint, from vLLM's `structured_outputs` (json,
+// regex, choice, grammar, json_object), the older `guided_*` fields, or
+// OpenAI's `response_format` (json_object, json_schema).
+struct StructuredOutputRequest {
+  enum class Kind { kNone, kJsonSchema, kJsonObject, kRegex, kChoice, kGrammar };
+  Kind kind = Kind::kNone;
+  std::string text;                  // schema JSON, regex or GBNF grammar
+  std::vector<std::string> choices;  // kChoice
+  bool strict = false;               // response_format json_schema.strict
+  std::string param;                 // the request field it came from (errors)
+};
+
+inline constexpr size_t kMaxBadWords = 1024;
+inline constexpr size_t kMaxAllowedTokenIds = 1 << 20;
+
 // Fields shared by completions and chat (OpenAI + vLLM extras). Absent
 // optionals take the server's defaults (generation_config.json, then neutral).
 struct SamplingFields {
@@ -49,6 +64,9 @@ struct SamplingFields {
   bool spaces_between_special_tokens = true;
   bool include_stop_str_in_output = false;
   bool return_token_ids = false;  // vLLM: generated token ids in each choice
+  StructuredOutputRequest structured;
+  std::vector<int32_t> allowed_token_ids;  // vLLM: only these may be generated
+  std::vector<std::string> bad_words;      // vLLM: never generated
   std::string cache_salt;
   scheduler::KvTransferHints kv_transfer;  // kv_transfer_params
   bool stream = false;
@@ -71,6 +89,14 @@ struct CompletionRequest {
   SamplingFields sampling;
 };
 
+// tool_choice: "none", "auto", "required" or {"type":"function","function":{"name"}}.
+struct ToolChoice {
+  enum class Mode { kNone, kAuto, kRequired, kNamed };
+  Mode mode = Mode::kNone;
+  std::string name;    // kNamed
+  bool given = false;  // present in the request (else: auto with tools, none without)
+};
+
 struct ChatRequest {
   std::string model;
   nlohmann::ordered_json messages;              // content parts joined into strings
@@ -81,6 +107,10 @@ struct ChatRequest {
   bool add_special_tokens = false;  // the template emits BOS
   bool logprobs = false;
   int top_logprobs = 0;
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
+  bool echo = false;  // prepend the last message's content when it is the assistant's
+  std::optional<std::string> chat_template;  // request-level template
   SamplingFields sampling;
 };
 

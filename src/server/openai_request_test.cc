@@ -160,11 +160,10 @@ TEST(CompletionRequest, VllmExtras) {
 }
 
 TEST(CompletionRequest, UnsupportedFeaturesAre400NotIgnored) {
-  for (const char* body :
-       {R"({"prompt":"x","response_format":{"type":"json_object"}})",
-        R"({"prompt":"x","guided_json":{"type":"object"}})",
-        R"({"prompt":"x","tool_choice":"required"})", R"({"prompt":"x","allowed_token_ids":[1,2]})",
-        R"({"prompt":"x","best_of":2})"}) {
+  for (const char* body : {R"({"prompt":"x","best_of":2})",
+                           R"({"prompt":"x","use_beam_search":true})",
+                           R"({"prompt":"x","response_format":{"type":"structural_tag"}})",
+                           R"({"prompt":"x","structured_outputs":{"structural_tag":"{}"}})"}) {
     auto r = parse_completion_request(body);
     ASSERT_FALSE(r.ok()) << body;
     EXPECT_NE(r.error().message.find("not supported"), std::string::npos);
@@ -175,6 +174,118 @@ TEST(CompletionRequest, UnsupportedFeaturesAre400NotIgnored) {
   auto t = parse_completion_request(R"({"prompt":"x","truncate_prompt_tokens":5})");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(*t->sampling.truncate_prompt_tokens, 5);
+}
+
+TEST(StructuredOutputs, EveryFieldNameMapsToItsKind) {
+  using Kind = StructuredOutputRequest::Kind;
+  struct Case {
+    const char* body;
+    Kind kind;
+    const char* text;
+    const char* param;
+  };
+  const Case cases[] = {
+      {R"({"prompt":"x","response_format":{"type":"json_object"}})", Kind::kJsonObject, "",
+       "response_format"},
+      {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}}})",
+       Kind::kJsonSchema, R"({"type":"object"})", "response_format"},
+      {R"({"prompt":"x","structured_outputs":{"json":{"type":"integer"}}})", Kind::kJsonSchema,
+       R"({"type":"integer"})", "structured_outputs.json"},
+      {R"({"prompt":"x","structured_outputs":{"json":"{\"type\":\"null\"}"}})",
+       Kind::kJsonSchema, R"({"type":"null"})", "structured_outputs.json"},
+      {R"({"prompt":"x","structured_outputs":{"regex":"[a-z]+"}})", Kind::kRegex, "[a-z]+",
+       "structured_outputs.regex"},
+      {R"({"prompt":"x","structured_outputs":{"grammar":"root ::= \"a\""}})", Kind::kGrammar,
+       R"(root ::= "a")", "structured_outputs.grammar"},
+      {R"({"prompt":"x","structured_outputs":{"json_object":true}})", Kind::kJsonObject, "",
+       "structured_outputs.json_object"},
+      {R"({"prompt":"x","guided_json":{"type":"object"}})", Kind::kJsonSchema,
+       R"({"type":"object"})", "guided_json"},
+      {R"({"prompt":"x","guided_regex":"a|b"})", Kind::kRegex, "a|b", "guided_regex"},
+      {R"({"prompt":"x","guided_grammar":"root ::= [0-9]"})", Kind::kGrammar, "root ::= [0-9]",
+       "guided_grammar"},
+  };
+  for (const Case& c : cases) {
+    auto r = parse_completion_request(c.body);
+    ASSERT_TRUE(r.ok()) << c.body << ": " << r.error().message;
+    const StructuredOutputRequest& so = r->sampling.structured;
+    EXPECT_EQ(so.kind, c.kind) << c.body;
+    EXPECT_EQ(so.text, c.text) << c.body;
+    EXPECT_EQ(so.param, c.param) << c.body;
+  }
+  auto strict = parse_completion_request(
+      R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{},"strict":true}}})");
+  ASSERT_TRUE(strict.ok());
+  EXPECT_TRUE(strict->sampling.structured.strict);
+  auto choice = parse_completion_request(R"({"prompt":"x","guided_choice":["yes","no"]})");
+  ASSERT_TRUE(choice.ok());
+  EXPECT_EQ(choice->sampling.structured.kind, Kind::kChoice);
+  EXPECT_EQ(choice->sampling.structured.choices, (std::vector<std::string>{"yes", "no"}));
+}
+
+TEST(StructuredOutputs, TwoConstraintsOrBadShapesAre400) {
+  for (const char* body : {
+           R"({"prompt":"x","guided_regex":"a","guided_choice":["b"]})",
+           R"({"prompt":"x","response_format":{"type":"json_object"},"structured_outputs":{"regex":"a"}})",
+           R"({"prompt":"x","structured_outputs":{"json":5}})",
+           R"({"prompt":"x","structured_outputs":{"choice":[]}})",
+           R"({"prompt":"x","response_format":{"type":"json_schema"}})",
+           R"({"prompt":"x","response_format":{"type":"yaml"}})",
+       }) {
+    auto r = parse_completion_request(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().status, 400) << body;
+  }
+}
+
+TEST(ChatRequest, ToolChoiceForms) {
+  auto named = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false})");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->tool_choice.mode, ToolChoice::Mode::kNamed);
+  EXPECT_EQ(named->tool_choice.name, "f");
+  EXPECT_FALSE(named->parallel_tool_calls);
+  for (auto [text, mode] : {std::pair{"none", ToolChoice::Mode::kNone},
+                            std::pair{"auto", ToolChoice::Mode::kAuto},
+                            std::pair{"required", ToolChoice::Mode::kRequired}}) {
+    auto r = parse_chat_request(std::string(R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":")") +
+                                text + "\"}");
+    ASSERT_TRUE(r.ok()) << text;
+    EXPECT_EQ(r->tool_choice.mode, mode);
+    EXPECT_TRUE(r->tool_choice.given);
+  }
+  auto absent = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}]})");
+  ASSERT_TRUE(absent.ok());
+  EXPECT_FALSE(absent->tool_choice.given);
+  EXPECT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":"sometimes"})").ok());
+  EXPECT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"function"}})").ok());
+}
+
+TEST(ChatRequest, AssistantToolCallTurnsRenderAsTemplatesExpect) {
+  auto r = parse_chat_request(R"({"messages":[
+      {"role":"user","content":"weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"22"}]})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto& assistant = r->messages[1];
+  EXPECT_EQ(assistant["content"], "");  // vLLM: null content renders as ""
+  EXPECT_TRUE(assistant["tool_calls"][0]["function"]["arguments"].is_object());
+  EXPECT_EQ(assistant["tool_calls"][0]["function"]["arguments"]["city"], "Paris");
+  auto bad = parse_chat_request(R"({"messages":[{"role":"assistant","content":null,
+      "tool_calls":[{"type":"function","function":{"name":"f","arguments":"{not json"}}]}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().status, 400);
+}
+
+TEST(ChatRequest, TokenFiltersEchoAndTemplate) {
+  auto r = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"allowed_token_ids":[3,4],"bad_words":["x","y z"],"echo":true,"chat_template":"{{ 1 }}"})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->sampling.allowed_token_ids, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(r->sampling.bad_words, (std::vector<std::string>{"x", "y z"}));
+  EXPECT_TRUE(r->echo);
+  EXPECT_EQ(*r->chat_template, "{{ 1 }}");
 }
 
 TEST(ChatRequest, MessagesToolsAndTemplateFields) {

@@ -1,8 +1,13 @@
 #include "server/request_options.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
+
+#include "structured/builtin_grammars.h"
+#include "structured/json_schema.h"
+#include "structured/regex_to_gbnf.h"
 
 namespace strata::server {
 
@@ -63,7 +68,68 @@ sampling::SamplingParams make_sampling(const ServerContext& ctx, const SamplingF
   return p;
 }
 
+// vLLM's bad_words: each word as tokenized alone and after a space.
+std::vector<std::vector<int32_t>> bad_word_sequences(const ServerContext& ctx,
+                                                     const std::vector<std::string>& words) {
+  std::vector<std::vector<int32_t>> out;
+  for (const std::string& w : words) {
+    for (const std::string& text : {w, " " + w}) {
+      std::vector<int32_t> ids = ctx.tokenizer->encode(text, false);
+      if (!ids.empty() && std::find(out.begin(), out.end(), ids) == out.end()) {
+        out.push_back(std::move(ids));
+      }
+    }
+  }
+  return out;
+}
+
+StatusOr<std::string> constraint_gbnf(const ServerConfig& config,
+                                      const StructuredOutputRequest& r) {
+  using Kind = StructuredOutputRequest::Kind;
+  structured::JsonSchemaOptions json_options;
+  // As vLLM's xgrammar backend (strict_mode): properties a schema does not
+  // list are allowed only where it says so (additionalProperties), and
+  // whitespace is bounded.
+  json_options.strict = true;
+  json_options.any_whitespace = config.structured_any_whitespace;
+  switch (r.kind) {
+    case Kind::kJsonSchema:
+      return structured::json_schema_to_gbnf(r.text, json_options);
+    case Kind::kJsonObject:
+      return structured::json_object_gbnf(json_options);
+    case Kind::kRegex:
+      return structured::regex_to_gbnf(r.text);
+    case Kind::kChoice:
+      return structured::choice_to_gbnf(r.choices);
+    case Kind::kGrammar:
+      return r.text;
+    case Kind::kNone:
+      break;
+  }
+  return invalid_argument("no constraint");
+}
+
 }  // namespace
+
+std::optional<ApiError> add_structured_output(ServerContext& ctx,
+                                              const StructuredOutputRequest& request,
+                                              JobOptions* options) {
+  if (request.kind == StructuredOutputRequest::Kind::kNone) return std::nullopt;
+  if (ctx.grammars == nullptr) {
+    return ApiError::bad_request("structured outputs need the tokenizer's vocabulary, which "
+                                 "this server could not build",
+                                 request.param);
+  }
+  StatusOr<std::string> gbnf = constraint_gbnf(ctx.config, request);
+  if (!gbnf.ok()) return ApiError::bad_request(gbnf.status().message(), request.param);
+  auto grammar = ctx.grammars->compile_gbnf(*gbnf);
+  if (!grammar.ok()) {
+    return ApiError::bad_request("invalid " + request.param + ": " + grammar.status().message(),
+                                 request.param);
+  }
+  options->base.constraints.grammar = std::move(*grammar);
+  return std::nullopt;
+}
 
 ApiOr<JobOptions> make_job_options(ServerContext& ctx, const SamplingFields& f) {
   JobOptions o;
@@ -87,6 +153,10 @@ ApiOr<JobOptions> make_job_options(ServerContext& ctx, const SamplingFields& f) 
   o.base.stop.ignore_eos = f.ignore_eos;
   o.base.stop.min_tokens = f.min_tokens.value_or(0);
   o.base.cache_salt = f.cache_salt;
+  if (auto err = check_token_ids(ctx, f.allowed_token_ids, "allowed_token_ids")) return *err;
+  o.base.constraints.allowed_token_ids = f.allowed_token_ids;
+  o.base.constraints.bad_words = bad_word_sequences(ctx, f.bad_words);
+  if (auto err = add_structured_output(ctx, f.structured, &o)) return *err;
   o.base.kv_transfer = f.kv_transfer;
   if (f.prompt_logprobs && *f.prompt_logprobs >= 0) {
     if (f.stream) {

@@ -28,6 +28,13 @@ std::string new_response_id(const std::string& prefix);
 // Sampling, stop conditions, detokenization, streaming flags and n.
 ApiOr<JobOptions> make_job_options(ServerContext& ctx, const SamplingFields& fields);
 
+// The constraint of structured outputs, compiled (cached by grammar text) into
+// options->base.constraints.grammar. Errors (400): unsupported schema
+// keywords (named), malformed regex or grammar, no vocabulary.
+std::optional<ApiError> add_structured_output(ServerContext& ctx,
+                                              const StructuredOutputRequest& request,
+                                              JobOptions* options);
+
 // Checks every prompt against max_model_len and sets options->max_tokens.
 // Default when the request gives none: 16 (completions) or the remaining
 // context (chat; capped by generation_config's max_new_tokens).

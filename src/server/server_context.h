@@ -16,6 +16,9 @@
 
 #include "chat_template/chat_template.h"
 #include "engine/engine.h"
+#include "output_parsers/reasoning_parser.h"
+#include "output_parsers/tool_call_parser.h"
+#include "structured/grammar_compiler.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
 
@@ -56,6 +59,14 @@ struct ServerConfig {
   // response's kv_transfer_params (prefill/decode disaggregation).
   std::string kv_peer_host;
   int64_t kv_peer_port = 0;
+  // Agents: --enable-auto-tool-choice (tool_choice "auto" parses the output
+  // with the --tool-call-parser) and --trust-request-chat-template.
+  bool enable_auto_tool_choice = false;
+  bool trust_request_chat_template = false;
+  // --structured-outputs-config: enable_in_reasoning (constraints apply
+  // inside the reasoning section too), disable_any_whitespace.
+  bool structured_in_reasoning = false;
+  bool structured_any_whitespace = true;
 };
 
 struct ServerContext {
@@ -67,6 +78,15 @@ struct ServerContext {
   ServerConfig config;
   std::unique_ptr<Metrics> metrics;
   HttpServer* http = nullptr;
+  // Structured outputs: compiled grammars over the tokenizer's vocabulary,
+  // cached by grammar text (thread-safe).
+  std::shared_ptr<structured::GrammarCompiler> grammars;
+  // --tool-call-parser and --reasoning-parser (null = none); immutable.
+  std::unique_ptr<output_parsers::ToolCallParser> tool_parser;
+  std::unique_ptr<output_parsers::ReasoningParser> reasoning_parser;
+  // The token ids of the reasoning end marker ("</think>"): structured
+  // outputs start after them.
+  std::vector<int32_t> reasoning_end_ids;
 
   int64_t num_in_flight = 0;         // I/O thread only
   std::mt19937_64 rng;               // I/O thread only: seeds of unseeded requests

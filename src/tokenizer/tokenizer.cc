@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_builder.h"
 #include "tokenizer/utf8.h"
 
@@ -24,6 +25,13 @@ Tokenizer TokenizerBuilder::build(TokenizerParts parts) {
   t.post_processor_ = std::make_unique<PostProcessor>(std::move(parts.post_processor));
   t.bos_id_ = parts.bos_id;
   t.eos_id_ = parts.eos_id;
+  if (t.decoder_) {
+    // "\xC4\xA0" is the GPT-2 stand-in for the space byte: only a byte-level decoder turns it
+    // into " ".
+    std::vector<std::string> probe = {"\xC4\xA0"};
+    t.decoder_->decode_chain(&probe);
+    t.byte_level_decoder_ = probe.size() == 1 && probe[0] == " ";
+  }
   return t;
 }
 
@@ -113,6 +121,48 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 std::string Tokenizer::id_to_token(int32_t id) const {
   if (const AddedToken* t = added_->find_by_id(id)) return t->content;
   return model_->id_to_token(id);
+}
+
+namespace {
+
+// "<0xAB>" -> 0xAB, or -1.
+int byte_fallback_value(const std::string& token) {
+  if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') return -1;
+  int value = 0;
+  for (int i = 3; i < 5; ++i) {
+    const char c = token[i];
+    int digit = -1;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    if (digit < 0) return -1;
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (const AddedToken* t = added_->find_by_id(id)) return t->content;
+  const std::string& token = model_->id_to_token(id);
+  if (token.empty() || !decoder_) return token;
+  std::string out;
+  if (byte_level_decoder_) {
+    if (!byte_level_decode(token, &out)) out = token;
+    return out;
+  }
+  if (decoder_->has_byte_fallback()) {
+    const int byte = byte_fallback_value(token);
+    if (byte >= 0) return std::string(1, static_cast<char>(byte));
+  }
+  // Mid-sequence text: decode after an anchor token so that first-token rules (Strip, Metaspace
+  // prefix removal) do not apply, then drop the anchor.
+  std::vector<std::string> tokens = {"a", token};
+  decoder_->decode_chain(&tokens);
+  for (const std::string& piece : tokens) out += piece;
+  if (!out.empty() && out[0] == 'a') out.erase(0, 1);
+  return out;
 }
 
 bool Tokenizer::is_special(int32_t id) const {

@@ -77,6 +77,13 @@ class Tokenizer {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // The token's string as stored in the vocabulary ("" for unknown ids).
   std::string id_to_token(int32_t id) const;
+  // The exact bytes token `id` contributes to decoded text when it appears in
+  // the middle of a sequence (no first-token space stripping): byte-level BPE
+  // tokens map back through the GPT-2 byte table; SentencePiece-style tokens
+  // turn "\u2581" into " " and a <0xNN> byte-fallback token into that single
+  // byte (which may be part of a UTF-8 sequence); added and special tokens
+  // give their content. "" for unknown ids. Used by constrained decoding.
+  std::string token_bytes(int32_t id) const;
   int32_t bos_token_id() const { return bos_id_; }  // -1 if none
   int32_t eos_token_id() const { return eos_id_; }  // -1 if none
   // True for added tokens flagged special (skipped by skip_special_tokens).
@@ -102,6 +109,7 @@ class Tokenizer {
   std::unique_ptr<PostProcessor> post_processor_;
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
+  bool byte_level_decoder_ = false;  // the decoder maps GPT-2 byte characters back to bytes
 };
 
 }  // namespace strata::tokenizer

@@ -168,6 +168,28 @@ TEST(SentencePieceBpe, PrependsSpaceMarkerAndFallsBackToBytes) {
   EXPECT_TRUE(t.has_byte_fallback_decoder());
 }
 
+TEST(TokenBytes, ByteLevelMapsBackThroughTheByteTable) {
+  Tokenizer t = load(byte_level_json(kWordMerges));
+  EXPECT_EQ(t.token_bytes(*t.token_to_id(bl(" world"))), " world");
+  EXPECT_EQ(t.token_bytes(*t.token_to_id("hello")), "hello");
+  // A lone byte of a multi-byte character is that raw byte, not U+FFFD.
+  EXPECT_EQ(t.token_bytes(*t.token_to_id(bl("\xC3"))), "\xC3");
+  EXPECT_EQ(t.token_bytes(*t.token_to_id(bl("\n"))), "\n");
+  EXPECT_EQ(t.token_bytes(*t.token_to_id("<|endoftext|>")), "<|endoftext|>");
+  EXPECT_EQ(t.token_bytes(99999), "");
+}
+
+TEST(TokenBytes, SentencePieceKeepsTheSpaceMidSequenceAndFallbackBytes) {
+  Tokenizer t = load(sentencepiece_json({"\xE2\x96\x81", "h", "i", "\xC3\xA9"},
+                                        {{"\xE2\x96\x81", "h"}, {"\xE2\x96\x81h", "i"}}));
+  EXPECT_EQ(t.token_bytes(*t.token_to_id("\xE2\x96\x81hi")), " hi");
+  EXPECT_EQ(t.token_bytes(*t.token_to_id("\xE2\x96\x81")), " ");
+  EXPECT_EQ(t.token_bytes(*t.token_to_id("\xC3\xA9")), "\xC3\xA9");
+  EXPECT_EQ(t.token_bytes(3 + 0xC3), "\xC3");
+  EXPECT_EQ(t.token_bytes(3 + 0x41), "A");
+  EXPECT_EQ(t.token_bytes(2), "</s>");
+}
+
 TEST(SentencePieceBpe, EverySegmentAfterASpecialTokenGetsThePrefix) {
   Tokenizer t = load(sentencepiece_json({"\xE2\x96\x81", "h", "i"}, {{"\xE2\x96\x81", "h"}}));
   EXPECT_EQ(tokens_of(t, t.encode("hi</s>hi", false)),

@@ -93,9 +93,15 @@ test('--chat-template renders tools (key order kept) and chat_template_kwargs', 
   assert.equal(tok.status, 200);
   const text = (await post('/detokenize', { tokens: tok.body.tokens })).body.prompt;
   assert.equal(text, 'user:hi\nTOOLS[{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}]\nFLAG=yes\nA:');
-  const r = await client.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], tools, max_tokens: 2, temperature: 0,
-    chat_template_kwargs: { flag: 'yes' } });
+  // tool_choice "none": the tools are shown to the model, its output is not
+  // parsed. Without it, tools mean "auto", which (as in vLLM) needs
+  // --enable-auto-tool-choice and a --tool-call-parser.
+  const r = await client.chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], tools, tool_choice: 'none',
+    max_tokens: 2, temperature: 0, chat_template_kwargs: { flag: 'yes' } });
   assert.equal(r.usage.prompt_tokens, tok.body.count);
+  const auto = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], tools, max_tokens: 2 });
+  assert.equal(auto.status, 400);
+  assert.match(auto.body.error.message, /--enable-auto-tool-choice/);
   const cont = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'partial' }],
     add_generation_prompt: false, continue_final_message: true, max_tokens: 1 });
   assert.equal(cont.status, 200);
@@ -137,7 +143,11 @@ test('truncate_prompt_tokens keeps the prompt tail; unsupported features are 400
   const r = await post('/v1/completions', { prompt, max_tokens: 1, truncate_prompt_tokens: 10 });
   assert.equal(r.status, 200);
   assert.equal(r.body.usage.prompt_tokens, 10);
-  const rf = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } });
-  assert.equal(rf.status, 400);
-  assert.match(rf.body.error.message, /not supported/);
+  const beam = await post('/v1/completions', { prompt: 'x', max_tokens: 1, use_beam_search: true });
+  assert.equal(beam.status, 400);
+  assert.match(beam.body.error.message, /not supported/);
+  const tag = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }],
+    response_format: { type: 'structural_tag' } });
+  assert.equal(tag.status, 400);
+  assert.match(tag.body.error.message, /structural_tag/);
 });

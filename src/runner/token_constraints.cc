@@ -1,0 +1,68 @@
+#include "runner/token_constraints.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "base/log.h"
+#include "structured/token_bitmask.h"
+
+namespace strata::runner {
+namespace {
+
+bool ends_with(std::span<const int32_t> seq, std::span<const int32_t> suffix) {
+  return seq.size() >= suffix.size() &&
+         std::equal(suffix.begin(), suffix.end(), seq.end() - suffix.size());
+}
+
+}  // namespace
+
+TokenConstraints::TokenConstraints(TokenConstraintSpec spec) : spec_(std::move(spec)) {
+  if (spec_.grammar != nullptr) {
+    matcher_ = std::make_unique<structured::GrammarMatcher>(spec_.grammar);
+    grammar_active_ = spec_.grammar_starts_after.empty();
+  }
+}
+
+void TokenConstraints::apply(float* logits, int64_t vocab, std::span<const int32_t> generated) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  if (!spec_.allowed_token_ids.empty()) {
+    if (allowed_.empty()) {
+      allowed_.assign(static_cast<size_t>(vocab), 0);
+      for (int32_t id : spec_.allowed_token_ids) {
+        if (id >= 0 && id < vocab) allowed_[static_cast<size_t>(id)] = 1;
+      }
+    }
+    for (int64_t i = 0; i < vocab; ++i) {
+      if (!allowed_[static_cast<size_t>(i)]) logits[i] = kMasked;
+    }
+  }
+  for (const std::vector<int32_t>& word : spec_.bad_words) {
+    if (word.empty() || word.back() < 0 || word.back() >= vocab) continue;
+    std::span<const int32_t> prefix(word.data(), word.size() - 1);
+    if (ends_with(generated, prefix)) logits[word.back()] = kMasked;
+  }
+  if (grammar_active_ && !matcher_->is_terminated()) {
+    words_.resize(static_cast<size_t>(structured::GrammarMatcher::bitmask_words(vocab)));
+    matcher_->fill_next_token_bitmask(words_);
+    structured::apply_token_bitmask(words_, logits, vocab);
+  }
+}
+
+void TokenConstraints::accept(int32_t token, std::span<const int32_t> generated) {
+  if (matcher_ == nullptr) return;
+  if (!grammar_active_) {
+    const std::vector<int32_t>& marker = spec_.grammar_starts_after;
+    grammar_active_ = marker.back() == token &&
+                      ends_with(generated, std::span<const int32_t>(marker.data(), marker.size() - 1));
+    return;
+  }
+  if (matcher_->is_terminated()) return;
+  if (!matcher_->accept_token(token)) {
+    if (num_rejected_++ == 0) {
+      STRATA_LOG(kWarning) << "structured output: sampled token " << token
+                           << " is outside the grammar (every allowed token had -inf logits)";
+    }
+  }
+}
+
+}  // namespace strata::runner
