@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "structured/testing.h"
 #include "structured/grammar_compiler.h"
 #include "structured/grammar_matcher.h"
 #include "tokenizer/tokenizer.h"
@@ -58,15 +59,6 @@ const char* const kDocument =
     R"("city": "London", "zip": "10001"}, "unit": "celsius"})";
 
 // Generic JSON (recursive) and a document nested deeper than the cached context.
-const char* const kJsonGrammar = R"(
-root   ::= value
-value  ::= object | array | string | number | ("true" | "false" | "null")
-object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
-array  ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
-string ::= "\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
-ws     ::= [ \t\n]*
-)";
 
 const char* const kNestedDocument =
     R"({"tool": "search", "args": {"filters": [{"field": "year", "range": {"gte": 1990, )"
@@ -175,6 +167,7 @@ void BM_ForcedDocumentCold(benchmark::State& state) {
 void BM_ForcedDocumentWarm(benchmark::State& state) {
   run_forced(state, kToolGrammar, false, true);
 }
+constexpr const char* kJsonGrammar = strata::structured::testing::kGenericJsonGrammar;
 void BM_NestedJsonCold(benchmark::State& state) { run_forced(state, kJsonGrammar, true, false); }
 void BM_NestedJsonWarm(benchmark::State& state) { run_forced(state, kJsonGrammar, true, true); }
 

@@ -51,27 +51,29 @@ def free_port():
 
 
 def stream(url, body):
-    """(ttft_s, [chunk times], text) of one streamed chat request."""
+    """(ttft_s, tpot_s, completion tokens, text) of one streamed chat request.
+    TPOT = (last chunk - first chunk) / (completion tokens - 1): tokens that
+    end inside a UTF-8 character send no chunk of their own."""
+    body = dict(body, stream_options={"include_usage": True})
     req = urllib.request.Request(url, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     t0 = time.perf_counter()
-    times, text = [], ""
+    times, text, tokens = [], "", 0
     with urllib.request.urlopen(req, timeout=600) as r:
         for raw in r:
             line = raw.decode().strip()
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             chunk = json.loads(line[6:])
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
             for c in chunk.get("choices", []):
                 piece = c.get("delta", {}).get("content") or ""
                 if piece:
                     times.append(time.perf_counter())
                     text += piece
-    return (times[0] - t0 if times else float("nan")), times, text
-
-
-def tpot(times):
-    return (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else float("nan")
+    tpot = (times[-1] - times[0]) / (tokens - 1) if len(times) > 1 and tokens > 1 else float("nan")
+    return (times[0] - t0 if times else float("nan")), tpot, tokens, text
 
 
 def main():
@@ -106,21 +108,21 @@ def main():
         first_ttft = None
         plain_tpot, json_tpot, json_tokens = [], [], []
         for i in range(a.rounds):
-            _, t, _ = stream(url, plain)
-            plain_tpot.append(tpot(t))
-            ttft, t, text = stream(url, dict(constrained, seed=i))
+            _, t, _, _ = stream(url, plain)
+            plain_tpot.append(t)
+            ttft, t, n, text = stream(url, dict(constrained, seed=i))
             if first_ttft is None:
                 first_ttft = ttft
             json.loads(text)  # schema-valid by construction; must at least parse
-            json_tpot.append(tpot(t))
-            json_tokens.append(len(t))
+            json_tpot.append(t)
+            json_tokens.append(n)
         mean = lambda v: sum(v) / len(v)
         print(f"rounds {a.rounds}, threads {a.threads}")
         print(f"unconstrained TPOT   {mean(plain_tpot) * 1e3:8.2f} ms  "
               f"(min {min(plain_tpot) * 1e3:.2f}, max {max(plain_tpot) * 1e3:.2f})")
         print(f"json_schema TPOT     {mean(json_tpot) * 1e3:8.2f} ms  "
               f"(min {min(json_tpot) * 1e3:.2f}, max {max(json_tpot) * 1e3:.2f}; "
-              f"{mean(json_tokens):.0f} chunks per answer)")
+              f"{mean(json_tokens):.0f} tokens per answer)")
         print(f"ratio                {mean(json_tpot) / mean(plain_tpot):8.3f}")
         print(f"first json_schema TTFT (compiles the schema) {first_ttft * 1e3:.1f} ms")
     finally:

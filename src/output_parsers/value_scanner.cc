@@ -212,41 +212,28 @@ class Scanner {
     return ScanState::kComplete;
   }
 
+  // The character a one-letter escape `\e` stands for, if `e` is one of
+  // `allowed`; 0 otherwise.
+  static char simple_escape(char e, std::string_view allowed) {
+    if (allowed.find(e) == std::string_view::npos) return 0;
+    switch (e) {
+      case 'a': return '\a';
+      case 'b': return '\b';
+      case 'f': return '\f';
+      case 'n': return '\n';
+      case 'r': return '\r';
+      case 't': return '\t';
+      case 'v': return '\v';
+      default: return e;  // \\ \" \' \/
+    }
+  }
+
   // pos_ at a backslash inside a JSON string.
   ScanState json_escape(std::string& decoded) {
     if (pos_ + 1 >= text_.size()) return ScanState::kIncomplete;
     const char e = text_[pos_ + 1];
-    char simple = 0;
-    switch (e) {
-      case '"':
-        simple = '"';
-        break;
-      case '\\':
-        simple = '\\';
-        break;
-      case '/':
-        simple = '/';
-        break;
-      case 'b':
-        simple = '\b';
-        break;
-      case 'f':
-        simple = '\f';
-        break;
-      case 'n':
-        simple = '\n';
-        break;
-      case 'r':
-        simple = '\r';
-        break;
-      case 't':
-        simple = '\t';
-        break;
-      case 'u':
-        break;
-      default:
-        return ScanState::kInvalid;
-    }
+    const char simple = simple_escape(e, "\"\\/bfnrt");
+    if (simple == 0 && e != 'u') return ScanState::kInvalid;
     if (simple != 0) {
       decoded += simple;
       pos_ += 2;
@@ -281,41 +268,7 @@ class Scanner {
   ScanState python_escape(std::string& decoded) {
     if (pos_ + 1 >= text_.size()) return ScanState::kIncomplete;
     const char e = text_[pos_ + 1];
-    char simple = 0;
-    switch (e) {
-      case '\\':
-        simple = '\\';
-        break;
-      case '\'':
-        simple = '\'';
-        break;
-      case '"':
-        simple = '"';
-        break;
-      case 'a':
-        simple = '\a';
-        break;
-      case 'b':
-        simple = '\b';
-        break;
-      case 'f':
-        simple = '\f';
-        break;
-      case 'n':
-        simple = '\n';
-        break;
-      case 'r':
-        simple = '\r';
-        break;
-      case 't':
-        simple = '\t';
-        break;
-      case 'v':
-        simple = '\v';
-        break;
-      default:
-        break;
-    }
+    const char simple = simple_escape(e, "\\'\"abfnrtv");
     if (simple != 0) {
       decoded += simple;
       pos_ += 2;

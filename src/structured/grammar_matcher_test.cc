@@ -10,22 +10,12 @@
 #include <vector>
 
 #include "structured/grammar_compiler.h"
+#include "structured/testing.h"
 #include "structured/token_bitmask.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata::structured {
 namespace {
-
-// A JSON-ish grammar (objects, arrays, strings with escapes, numbers, literals).
-const char* const kJsonGrammar = R"(
-root   ::= value
-value  ::= object | array | string | number | ("true" | "false" | "null")
-object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
-array  ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
-string ::= "\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
-ws     ::= [ \t\n]*
-)";
 
 // An object with fields a (integer) and b (string of at most 5 characters).
 const char* const kObjectGrammar = R"(
@@ -36,12 +26,6 @@ char  ::= [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 space ::= " "?
 )";
 
-std::shared_ptr<const TokenVocabulary> bytes_vocab() {
-  std::vector<std::string> tokens;
-  for (int b = 0; b < 256; ++b) tokens.push_back(std::string(1, static_cast<char>(b)));
-  tokens.push_back("</s>");
-  return make_token_vocabulary(tokens, {256}, {});
-}
 
 std::shared_ptr<const CompiledGrammar> compile(const std::string& gbnf,
                                                std::shared_ptr<const TokenVocabulary> vocab) {
@@ -59,7 +43,7 @@ bool accepts_bytewise(const std::shared_ptr<const CompiledGrammar>& g, std::stri
 }
 
 TEST(GrammarMatcher, JsonGrammarAcceptsValidDocumentsByteByByte) {
-  auto g = compile(kJsonGrammar, bytes_vocab());
+  auto g = compile(testing::kGenericJsonGrammar, testing::byte_vocabulary());
   for (const char* doc :
        {R"({"a": [1, 2.5e-3, -0], "b": {"c": "x\"y\u00e9"}, "d": true})", "[]", "{}",
         "\"\xE4\xBD\xA0\xE5\xA5\xBD\"", "-12.75E+2", "[null,false,\n\t{\"k\" :\"v\"}]"}) {
@@ -72,7 +56,7 @@ TEST(GrammarMatcher, JsonGrammarAcceptsValidDocumentsByteByByte) {
 }
 
 TEST(GrammarMatcher, RejectedInputLeavesStateUnchanged) {
-  auto g = compile(kJsonGrammar, bytes_vocab());
+  auto g = compile(testing::kGenericJsonGrammar, testing::byte_vocabulary());
   GrammarMatcher m(g);
   EXPECT_TRUE(m.accept_string("[1"));
   EXPECT_FALSE(m.accept_string(",]"));
@@ -116,7 +100,7 @@ TEST(GrammarMatcher, Utf8SplitAcrossTokens) {
 }
 
 TEST(GrammarMatcher, InvalidUtf8IsNeverAccepted) {
-  auto g = compile("root ::= .*", bytes_vocab());
+  auto g = compile("root ::= .*", testing::byte_vocabulary());
   for (const char* bad : {"\x80", "\xC0\x80", "\xC1\xBF", "\xE0\x80\x80", "\xED\xA0\x80",
                           "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF", "\xC3\x41"}) {
     GrammarMatcher m(g);
@@ -131,7 +115,7 @@ TEST(GrammarMatcher, InvalidUtf8IsNeverAccepted) {
 
 TEST(GrammarMatcher, AmbiguousGrammarStaysSmall) {
   // Exponentially many parses; deduplicated stacks keep every step cheap.
-  auto g = compile("root ::= (\"a\" | \"a\" \"a\" | x)* \"b\"\nx ::= \"a\"+", bytes_vocab());
+  auto g = compile("root ::= (\"a\" | \"a\" \"a\" | x)* \"b\"\nx ::= \"a\"+", testing::byte_vocabulary());
   GrammarMatcher m(g);
   for (int i = 0; i < 2000; ++i) ASSERT_TRUE(m.accept_string("a"));
   EXPECT_TRUE(m.accept_string("b"));
@@ -279,7 +263,7 @@ WalkStats check_masks_along_walk(const std::shared_ptr<const CompiledGrammar>& g
 TEST(GrammarMatcher, MaskMatchesPerTokenAcceptanceAlongRandomWalks) {
   auto vocab = synthetic_vocab();
   const std::vector<std::string> grammars = {
-      kJsonGrammar,
+      testing::kGenericJsonGrammar,
       kObjectGrammar,
       R"(root ::= "x"{2,3} ("ab" | "a" "b"+ | [0-9]{1,4})* "\n"?)",
       "root ::= \"\\\"\" ( [^\"\\\\] | \"\\\\\" [nu\"] )* \"\\\"\" ( \" \" root )?",
@@ -303,7 +287,7 @@ TEST(GrammarMatcher, MaskMatchesPerTokenAcceptanceAlongRandomWalks) {
 
 TEST(GrammarMatcher, DeepRecursionBeyondTheCachedContextStaysExact) {
   // Nesting deeper than kContextFrames makes context-dependent tokens ("}}" etc.) common.
-  auto g = compile(kJsonGrammar, synthetic_vocab());
+  auto g = compile(testing::kGenericJsonGrammar, synthetic_vocab());
   for (int frames : {1, 3, GrammarMatcher::kContextFrames}) {
     GrammarMatcher m(g, frames);
     const std::string open = "{\"a\":[{\"b\":[{\"c\":[{\"d\":[";
@@ -360,7 +344,7 @@ TEST(GrammarMatcher, RandomWalksEndInParsableJson) {
 }
 
 TEST(GrammarMatcher, CloneIsIndependent) {
-  auto g = compile(kJsonGrammar, bytes_vocab());
+  auto g = compile(testing::kGenericJsonGrammar, testing::byte_vocabulary());
   GrammarMatcher m(g);
   ASSERT_TRUE(m.accept_string("[1"));
   GrammarMatcher copy = m.clone();
@@ -463,7 +447,7 @@ TEST(GrammarMatcher, QwenForcedDocumentCachedMasksMatchUncached) {
   const Qwen* q = qwen();
   if (q == nullptr)
     GTEST_SKIP() << "Qwen2.5 tokenizer.json not installed (scripts/install-deps.sh)";
-  auto g = compile(kJsonGrammar, q->vocab);
+  auto g = compile(testing::kGenericJsonGrammar, q->vocab);
   // Nested deeper than the cached context, CJK and emoji (byte-level tokens split characters),
   // escapes, numbers.
   const std::string doc =

@@ -10,21 +10,12 @@
 
 #include "structured/grammar_compiler.h"
 #include "structured/grammar_matcher.h"
+#include "structured/testing.h"
 #include "structured/token_vocabulary.h"
 
 namespace strata::structured {
 namespace {
 
-std::shared_ptr<const TokenVocabulary> byte_vocab() {
-  static const std::shared_ptr<const TokenVocabulary> vocab = [] {
-    std::vector<std::string> tokens;
-    for (int byte = 0; byte < 256; ++byte)
-      tokens.push_back(std::string(1, static_cast<char>(byte)));
-    tokens.push_back("</s>");
-    return make_token_vocabulary(tokens, {256}, {});
-  }();
-  return vocab;
-}
 
 constexpr JsonSchemaOptions kCompact{.any_whitespace = false, .strict = false};
 
@@ -41,7 +32,7 @@ class Schema {
     EXPECT_TRUE(gbnf.ok()) << schema << ": " << gbnf.status().to_string();
     if (!gbnf.ok()) return;
     gbnf_ = *gbnf;
-    auto compiled = compile_gbnf(gbnf_, byte_vocab());
+    auto compiled = compile_gbnf(gbnf_, testing::byte_vocabulary());
     EXPECT_TRUE(compiled.ok()) << compiled.status().to_string() << "\n" << gbnf_;
     if (compiled.ok()) grammar_ = std::move(compiled).value();
   }

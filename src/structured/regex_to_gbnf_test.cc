@@ -9,27 +9,18 @@
 #include "structured/builtin_grammars.h"
 #include "structured/grammar_compiler.h"
 #include "structured/grammar_matcher.h"
+#include "structured/testing.h"
 #include "structured/token_vocabulary.h"
 
 namespace strata::structured {
 namespace {
 
-std::shared_ptr<const TokenVocabulary> byte_vocab() {
-  static const std::shared_ptr<const TokenVocabulary> vocab = [] {
-    std::vector<std::string> tokens;
-    for (int byte = 0; byte < 256; ++byte)
-      tokens.push_back(std::string(1, static_cast<char>(byte)));
-    tokens.push_back("</s>");
-    return make_token_vocabulary(tokens, {256}, {});
-  }();
-  return vocab;
-}
 
 // Compiles GBNF with the engine; accepts() = the whole text is a sentence.
 class Language {
  public:
   explicit Language(const std::string& gbnf) {
-    auto compiled = compile_gbnf(gbnf, byte_vocab());
+    auto compiled = compile_gbnf(gbnf, testing::byte_vocabulary());
     EXPECT_TRUE(compiled.ok()) << compiled.status().to_string() << "\n" << gbnf;
     if (compiled.ok()) grammar_ = std::move(compiled).value();
   }

@@ -60,7 +60,8 @@ class ReplaceDecoder final : public Decoder {
   std::string content_;
 };
 
-// "<0xAB>" -> 0xAB, or -1.
+}  // namespace
+
 int parse_byte_token(const std::string& token) {
   if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') return -1;
   int value = 0;
@@ -75,6 +76,8 @@ int parse_byte_token(const std::string& token) {
   }
   return value;
 }
+
+namespace {
 
 class ByteFallbackDecoder final : public Decoder {
  public:

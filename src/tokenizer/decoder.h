@@ -25,6 +25,9 @@ class Decoder {
   virtual bool has_byte_fallback() const { return false; }
 };
 
+// "<0xAB>" (a SentencePiece byte-fallback token) -> 0xAB, or -1.
+int parse_byte_token(const std::string& token);
+
 // JSON null yields a null pointer (tokens are joined with spaces, as HF does).
 StatusOr<std::unique_ptr<Decoder>> make_decoder(const nlohmann::json& config);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/decoder.h"
 #include "tokenizer/tokenizer_builder.h"
 #include "tokenizer/utf8.h"
 
@@ -123,26 +124,6 @@ std::string Tokenizer::id_to_token(int32_t id) const {
   return model_->id_to_token(id);
 }
 
-namespace {
-
-// "<0xAB>" -> 0xAB, or -1.
-int byte_fallback_value(const std::string& token) {
-  if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') return -1;
-  int value = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = token[i];
-    int digit = -1;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-    if (digit < 0) return -1;
-    value = value * 16 + digit;
-  }
-  return value;
-}
-
-}  // namespace
-
 std::string Tokenizer::token_bytes(int32_t id) const {
   if (const AddedToken* t = added_->find_by_id(id)) return t->content;
   const std::string& token = model_->id_to_token(id);
@@ -153,7 +134,7 @@ std::string Tokenizer::token_bytes(int32_t id) const {
     return out;
   }
   if (decoder_->has_byte_fallback()) {
-    const int byte = byte_fallback_value(token);
+    const int byte = parse_byte_token(token);
     if (byte >= 0) return std::string(1, static_cast<char>(byte));
   }
   // Mid-sequence text: decode after an anchor token so that first-token rules (Strip, Metaspace
