@@ -44,9 +44,8 @@ globalThis.AI_SDK_LOG_WARNINGS = false;
 // The Qwen2.5 chat format for tools (system prompt listing the tools in
 // <tools>, assistant calls as <tool_call> JSON, results as <tool_response> in a
 // user turn). The fixture checkpoint's own template renders plain turns only
-// (no tools, and `content + ...` breaks on an assistant turn whose content is
-// null), so the suite passes this one with --chat-template, as a vLLM user
-// does for such a model.
+// (no tools), so the suite passes this one with --chat-template, as a vLLM
+// user does for such a model.
 const QWEN25_TOOL_TEMPLATE = String.raw`
 {%- if messages[0].role == 'system' -%}{%- set system_text = messages[0].content -%}
 {%- else -%}{%- set system_text = 'You are a helpful assistant.' -%}{%- endif -%}
