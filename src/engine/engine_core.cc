@@ -188,6 +188,12 @@ Status EngineCore::add_request(EngineRequest request) {
   kv::ExtraKeys keys = extra_keys_;
   keys.cache_salt = request.cache_salt;
   const kv::RequestKey key = next_key_++;
+  if (!request.constraints.empty()) {
+    std::vector<int32_t>& stops = request.constraints.stop_token_ids;
+    stops = request.stop.eos_token_ids;
+    stops.insert(stops.end(), request.stop.stop_token_ids.begin(),
+                 request.stop.stop_token_ids.end());
+  }
   auto r = std::make_unique<scheduler::Request>(request.request_id, key,
                                                 std::move(request.prompt_token_ids),
                                                 std::move(request.stop), kv::root_block_hash(keys),

@@ -74,8 +74,8 @@ void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState&
   std::span<const int32_t> prompt(ids.data(), num_prompt);
   std::span<const int32_t> generated(ids.data() + num_prompt, ids.size() - num_prompt);
   if (state.constraints != nullptr) {
-    masked_logits_.assign(logits, logits + vocab);
-    state.constraints->apply(masked_logits_.data(), vocab, generated);
+    masked_logits_.resize(static_cast<size_t>(vocab));
+    state.constraints->apply(logits, masked_logits_.data(), vocab, generated);
     out.token_id = state.sampler.sample(masked_logits_.data(), vocab, prompt, generated);
     state.constraints->accept(out.token_id, generated);
   } else {

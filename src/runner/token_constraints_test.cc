@@ -20,8 +20,8 @@ std::shared_ptr<const structured::CompiledGrammar> grammar(const char* gbnf) {
 
 std::vector<bool> allowed(TokenConstraints& c, std::span<const int32_t> generated,
                           int64_t vocab = 6) {
-  std::vector<float> logits(static_cast<size_t>(vocab), 0.0f);
-  c.apply(logits.data(), vocab, generated);
+  std::vector<float> raw(static_cast<size_t>(vocab), 0.0f), logits(raw.size());
+  c.apply(raw.data(), logits.data(), vocab, generated);
   std::vector<bool> out;
   for (float l : logits) out.push_back(!std::isinf(l));
   return out;
@@ -30,6 +30,7 @@ std::vector<bool> allowed(TokenConstraints& c, std::span<const int32_t> generate
 TEST(TokenConstraints, GrammarMasksAndAdvances) {
   TokenConstraintSpec spec;
   spec.grammar = grammar(R"(root ::= "ab" "c")");
+  spec.stop_token_ids = {4};
   TokenConstraints c(spec);
   std::vector<int32_t> out;
   EXPECT_EQ(allowed(c, out), (std::vector<bool>{true, false, true, false, false, false}));
@@ -43,7 +44,32 @@ TEST(TokenConstraints, GrammarMasksAndAdvances) {
   // Rows past the tokenizer's vocabulary (model padding) are never allowed.
   std::vector<bool> padded = allowed(c, out, 9);
   EXPECT_FALSE(padded[7]);
+  // Complete and still generating (ignore_eos, min_tokens): stop tokens only.
+  c.accept(4, out);
+  out.push_back(4);
+  EXPECT_EQ(allowed(c, out), (std::vector<bool>{false, false, false, false, true, false}));
   EXPECT_EQ(c.num_rejected(), 0);
+  EXPECT_EQ(c.num_fallbacks(), 0);
+}
+
+// Masks that together allow nothing never leave every logit at -inf (the
+// sampler would have nothing to pick): the grammar alone decides, else the
+// stop tokens.
+TEST(TokenConstraints, MasksThatExcludeEverythingFallBack) {
+  TokenConstraintSpec spec;
+  spec.grammar = grammar(R"(root ::= "c")");
+  spec.allowed_token_ids = {0, 1};  // none of them is "c"
+  spec.stop_token_ids = {4};
+  TokenConstraints c(spec);
+  std::vector<int32_t> out;
+  EXPECT_EQ(allowed(c, out), (std::vector<bool>{false, false, false, false, false, true}));
+  EXPECT_EQ(c.num_fallbacks(), 1);
+  TokenConstraintSpec only_bad;
+  only_bad.allowed_token_ids = {1};
+  only_bad.bad_words = {{1}};
+  only_bad.stop_token_ids = {4};
+  TokenConstraints d(only_bad);
+  EXPECT_EQ(allowed(d, out), (std::vector<bool>{false, false, false, false, true, false}));
 }
 
 TEST(TokenConstraints, GrammarStartsAfterTheReasoningMarker) {

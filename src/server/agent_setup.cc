@@ -1,5 +1,6 @@
 #include "server/agent_setup.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
@@ -48,8 +49,10 @@ Status apply_structured_outputs_config(const std::string& text, std::string* rea
 }  // namespace
 
 std::shared_ptr<const structured::TokenVocabulary> grammar_vocabulary(
-    const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& stop_token_ids) {
-  const int64_t n = tokenizer.vocab_size();
+    const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& stop_token_ids,
+    int64_t model_vocab_size) {
+  // Ids past the model's logits can never be sampled.
+  const int64_t n = std::min(tokenizer.vocab_size(), model_vocab_size);
   std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<int32_t> special;
   for (int32_t id = 0; id < n; ++id) {
@@ -90,9 +93,16 @@ Status configure_agents(const AgentFlags& flags, const tokenizer::Tokenizer& tok
       return invalid_argument("--reasoning-parser " + reasoning + ": the tokenizer cannot encode " +
                               std::string(ctx->reasoning_parser->end_marker()));
     }
+    if (ctx->reasoning_end_ids.size() > 1) {
+      STRATA_LOG(kWarning) << "--reasoning-parser " << reasoning << ": "
+                           << ctx->reasoning_parser->end_marker() << " is not one token of this "
+                           << "tokenizer (" << ctx->reasoning_end_ids.size()
+                           << " tokens); structured outputs start after that exact token sequence, "
+                              "which a model not trained for it may never produce";
+    }
   }
   ctx->grammars = std::make_shared<structured::GrammarCompiler>(
-      grammar_vocabulary(tokenizer, stop_token_ids));
+      grammar_vocabulary(tokenizer, stop_token_ids, ctx->engine->model().vocab_size()));
   return Status();
 }
 

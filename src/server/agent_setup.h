@@ -23,15 +23,17 @@ struct AgentFlags {
   bool trust_request_chat_template = false;
 };
 
-// Fills ctx->grammars, tool_parser, reasoning_parser, reasoning_end_ids and
+// ctx->engine must be set. Fills ctx->grammars, tool_parser, reasoning_parser, reasoning_end_ids and
 // the agent fields of ctx->config. Errors: unknown parser names,
 // --enable-auto-tool-choice without --tool-call-parser, a malformed or
 // unknown key in --structured-outputs-config.
 Status configure_agents(const AgentFlags& flags, const tokenizer::Tokenizer& tokenizer,
                         const std::vector<int32_t>& stop_token_ids, ServerContext* ctx);
 
-// The grammar vocabulary of a tokenizer: each id's bytes, its special ids.
+// The grammar vocabulary of a tokenizer: each id's bytes and its special ids,
+// for the ids below both the tokenizer's and the model's vocabulary size.
 std::shared_ptr<const structured::TokenVocabulary> grammar_vocabulary(
-    const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& stop_token_ids);
+    const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& stop_token_ids,
+    int64_t model_vocab_size);
 
 }  // namespace strata::server

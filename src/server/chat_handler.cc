@@ -135,11 +135,12 @@ std::optional<ApiError> plan_tool_calls(const ServerContext& ctx, const ChatRequ
 }
 
 // vLLM's chat echo: the reply starts with the last message's content when
-// the model continues that (assistant) message.
+// that message has the reply's role ("assistant" with a generation prompt,
+// else the last message's own).
 std::string echo_text(const ChatRequest& r) {
   if (!r.echo || r.messages.empty()) return "";
   const auto& last = r.messages.back();
-  if (last.value("role", "") != "assistant") return "";
+  if (r.add_generation_prompt && last["role"] != "assistant") return "";
   auto content = last.find("content");
   return content != last.end() && content->is_string() ? content->get<std::string>() : "";
 }

@@ -72,6 +72,7 @@ void ChatOutputSplitter::split_whole(std::string_view full_text, ChoiceOutput& o
     out.has_reasoning = r.has_reasoning;
     out.reasoning = std::move(r.reasoning);
     content = std::move(r.content);
+    out.content_null = r.has_reasoning && content.empty();  // vLLM: content or None
   }
   out.text = content;
   if (options_.tool_parser == nullptr) return;
@@ -80,7 +81,7 @@ void ChatOutputSplitter::split_whole(std::string_view full_text, ChoiceOutput& o
   if (parsed.calls.empty()) return;
   has_tool_calls_ = true;
   out.text = std::move(parsed.content);
-  out.content_null = out.text.empty() && options_.null_content_with_calls;
+  out.content_null = out.text.empty() && (options_.null_content_with_calls || out.has_reasoning);
   for (size_t i = 0; i < parsed.calls.size(); ++i) {
     out.tool_calls.push_back({static_cast<int>(i), make_call_id_(), std::move(parsed.calls[i].name),
                               std::move(parsed.calls[i].arguments)});

@@ -92,6 +92,17 @@ TEST_F(ChatOutputTest, ReasoningContentAndToolCallsWholeAndStreamedAgree) {
   }
 }
 
+TEST_F(ChatOutputTest, ReasoningOnlyHasNullContent) {
+  ChatOutputOptions options;
+  options.reasoning = qwen3_.get();
+  ChatOutputSplitter splitter(options, counter_ids());
+  ChoiceOutput whole;
+  splitter.split_whole("<think>still thinking", whole);
+  EXPECT_TRUE(whole.has_reasoning);
+  EXPECT_EQ(whole.reasoning, "still thinking");
+  EXPECT_TRUE(whole.content_null);  // vLLM: content or None
+}
+
 TEST_F(ChatOutputTest, PlainTextPassesThrough) {
   ChatOutputOptions options;
   options.tool_parser = hermes_;

@@ -265,7 +265,9 @@ void GenerationJob::split_delta(Choice& c, ChoiceOutput& delta) {
   if (delta.finish_reason.empty()) return;
   c.splitter->finish(delta);
   const std::string& reason = c.splitter->options().tool_calls_finish_reason;
-  if (c.splitter->has_tool_calls() && !reason.empty() && delta.finish_reason == "stop") {
+  // vLLM: "tool_calls" whenever calls were made (auto, required), whatever
+  // ended the generation; a named tool keeps the engine's reason.
+  if (c.splitter->has_tool_calls() && !reason.empty()) {
     delta.finish_reason = reason;
     c.finish_reason = reason;
   }
@@ -276,10 +278,9 @@ void GenerationJob::split_whole(Choice& c, ChoiceOutput& out) {
   const std::string prefix = out.text.substr(0, echo);
   c.splitter->split_whole(std::string_view(out.text).substr(echo), out);
   out.text = prefix + out.text;
+  if (!prefix.empty()) out.content_null = false;
   const std::string& reason = c.splitter->options().tool_calls_finish_reason;
-  if (c.splitter->has_tool_calls() && !reason.empty() && out.finish_reason == "stop") {
-    out.finish_reason = reason;
-  }
+  if (c.splitter->has_tool_calls() && !reason.empty()) out.finish_reason = reason;
 }
 
 void GenerationJob::emit(Choice& c, ChoiceOutput delta) {

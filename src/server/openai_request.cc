@@ -277,6 +277,7 @@ void read_structured_outputs(FieldReader& f, SamplingFields& s) {
 
 void read_token_filters(FieldReader& f, SamplingFields& s) {
   if (auto ids = f.int_list("allowed_token_ids")) {
+    if (ids->empty()) f.fail(range_error("allowed_token_ids", "must not be empty"));
     if (ids->size() > kMaxAllowedTokenIds) {
       f.fail(range_error("allowed_token_ids", "may hold at most " +
                                                   std::to_string(kMaxAllowedTokenIds) + " ids"));
@@ -392,8 +393,9 @@ std::optional<ApiError> normalize_content(nlohmann::ordered_json& message) {
   if (!it->is_array()) return std::nullopt;
   std::string text;
   for (const auto& part : *it) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string()) {
+    auto type = part.is_object() ? part.find("type") : part.end();
+    if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" ||
+        !part.contains("text") || !part["text"].is_string()) {
       return ApiError::bad_request(
           "only text content parts ({\"type\":\"text\",\"text\":...}) "
           "are supported",
@@ -424,7 +426,14 @@ std::optional<ApiError> normalize_tool_calls(nlohmann::ordered_json& message) {
     auto fn = call.find("function");
     if (fn == call.end() || !fn->is_object()) continue;
     auto args = fn->find("arguments");
-    if (args == fn->end() || !args->is_string()) continue;
+    // A call without arguments (or "", as a client reassembling an empty
+    // stream gives) takes none, as vLLM's {}.
+    if (args == fn->end() || args->is_null() ||
+        (args->is_string() && args->get<std::string>().empty())) {
+      (*fn)["arguments"] = nlohmann::ordered_json::object();
+      continue;
+    }
+    if (!args->is_string()) continue;
     nlohmann::ordered_json parsed =
         nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded()) {
@@ -451,7 +460,9 @@ std::optional<ApiError> read_messages(FieldReader& f, nlohmann::ordered_json* me
                                    "messages");
     }
     if (auto err = normalize_content(m)) return err;
-    if (auto err = normalize_tool_calls(m)) return err;
+    if (m["role"] == "assistant") {
+      if (auto err = normalize_tool_calls(m)) return err;
+    }
   }
   return std::nullopt;
 }

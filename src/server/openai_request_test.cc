@@ -276,6 +276,18 @@ TEST(ChatRequest, AssistantToolCallTurnsRenderAsTemplatesExpect) {
       "tool_calls":[{"type":"function","function":{"name":"f","arguments":"{not json"}}]}]})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().status, 400);
+  // No arguments, or "" (a client reassembling an empty stream): {}.
+  auto empty = parse_chat_request(R"({"messages":[{"role":"assistant","content":null,
+      "tool_calls":[{"type":"function","function":{"name":"f","arguments":""}},
+                    {"type":"function","function":{"name":"g"}}]}]})");
+  ASSERT_TRUE(empty.ok()) << empty.error().message;
+  for (const auto& call : empty->messages[0]["tool_calls"]) {
+    EXPECT_EQ(call["function"]["arguments"], nlohmann::ordered_json::object());
+  }
+  // Content parts with a non-string type are a 400, not an exception.
+  auto typed = parse_chat_request(R"({"messages":[{"role":"user","content":[{"type":1,"text":"x"}]}]})");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_EQ(typed.error().status, 400);
 }
 
 TEST(ChatRequest, TokenFiltersEchoAndTemplate) {
@@ -286,6 +298,9 @@ TEST(ChatRequest, TokenFiltersEchoAndTemplate) {
   EXPECT_EQ(r->sampling.bad_words, (std::vector<std::string>{"x", "y z"}));
   EXPECT_TRUE(r->echo);
   EXPECT_EQ(*r->chat_template, "{{ 1 }}");
+  EXPECT_FALSE(
+      parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"allowed_token_ids":[]})")
+          .ok());
 }
 
 TEST(ChatRequest, MessagesToolsAndTemplateFields) {

@@ -107,8 +107,10 @@ class RequiredToolCallsParser : public output_parsers::ToolCallParser {
   output_parsers::ToolParseResult scan(std::string_view text, bool at_end,
                                        const nlohmann::ordered_json*) const override {
     output_parsers::ToolParseResult r = scan_calls(text);
-    if (at_end && !Json::parse(text, nullptr, false).is_array()) {
-      return {std::string(text), {}};  // not what the grammar allows (cut off): content
+    // Cut off before any call began (max_tokens): the text is content. Calls
+    // already begun stay calls, as they were streamed.
+    if (at_end && r.calls.empty() && !Json::parse(text, nullptr, false).is_array()) {
+      return {std::string(text), {}};
     }
     return r;
   }

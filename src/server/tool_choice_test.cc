@@ -73,11 +73,16 @@ TEST(RequiredToolCallsParser, WholeOutput) {
   EXPECT_EQ(r.content, "");
 }
 
-TEST(RequiredToolCallsParser, NotAnArrayStaysContent) {
+TEST(RequiredToolCallsParser, CutOffOutputKeepsTheCallsItBegan) {
   auto parser = make_required_tool_calls_parser();
+  // max_tokens ended it inside the arguments: the call was begun (and streamed).
   auto r = parser->parse(R"([{"name":"get_weather","parameters":{"city":"Par)");
-  EXPECT_TRUE(r.calls.empty());
-  EXPECT_EQ(r.content, R"([{"name":"get_weather","parameters":{"city":"Par)");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Par)");
+  // Ended before any call's name was complete: content.
+  auto early = parser->parse(R"([{"na)");
+  EXPECT_TRUE(early.calls.empty());
+  EXPECT_EQ(early.content, R"([{"na)");
 }
 
 // Every prefix: a call appears once its name is complete, and its arguments

@@ -11,6 +11,8 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVoc
   STRATA_CHECK(vocab_ != nullptr);
 }
 
+CompiledGrammar::~CompiledGrammar() { vocab_->release_mask_cache_bytes(cache_bytes_); }
+
 std::shared_ptr<const MaskCacheEntry> CompiledGrammar::find_mask_entry(
     const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -24,7 +26,7 @@ std::shared_ptr<const MaskCacheEntry> CompiledGrammar::insert_mask_entry(
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   const size_t bytes = entry->memory_bytes() + key.size();
-  if (cache_bytes_ + bytes <= kMaxCacheBytes) {
+  if (vocab_->reserve_mask_cache_bytes(bytes)) {
     cache_bytes_ += bytes;
     cache_.emplace(key, entry);
   }

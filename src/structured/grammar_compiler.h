@@ -48,11 +48,13 @@ struct MaskCacheEntry {
 
 class CompiledGrammar {
  public:
-  // Mask cache entries are no longer stored past this much memory (they are
-  // still computed and used, just not kept).
-  static constexpr size_t kMaxCacheBytes = size_t{512} << 20;
-
+  // Mask cache entries are no longer stored once the vocabulary's shared
+  // budget (TokenVocabulary::kMaxMaskCacheBytes, all grammars together) is
+  // spent: they are still computed and used, just not kept.
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab);
+  ~CompiledGrammar();
+  CompiledGrammar(const CompiledGrammar&) = delete;
+  CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
   const Grammar& grammar() const { return grammar_; }
   const TokenVocabulary& vocab() const { return *vocab_; }

@@ -17,6 +17,7 @@
 // Memory: about 20 bytes per trie node (a 152K vocabulary has ~0.5M nodes).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,6 +53,20 @@ class TokenVocabulary {
     return id >= 0 && id < size() && kind_[id] == kGrammar;
   }
 
+  // The mask caches of every grammar compiled over this vocabulary share one
+  // memory budget (a server has one vocabulary), so many distinct grammars
+  // cannot grow the caches without bound. Any thread.
+  static constexpr size_t kMaxMaskCacheBytes = size_t{512} << 20;
+  bool reserve_mask_cache_bytes(size_t bytes) const {
+    size_t used = mask_cache_bytes_.load();
+    do {
+      if (used + bytes > kMaxMaskCacheBytes) return false;
+    } while (!mask_cache_bytes_.compare_exchange_weak(used, used + bytes));
+    return true;
+  }
+  void release_mask_cache_bytes(size_t bytes) const { mask_cache_bytes_.fetch_sub(bytes); }
+  size_t mask_cache_bytes() const { return mask_cache_bytes_.load(); }
+
   const std::vector<TrieNode>& trie() const { return trie_; }
   // [num_grammar_tokens]: token ids in byte-lexicographic order.
   const std::vector<int32_t>& sorted_ids() const { return sorted_ids_; }
@@ -65,6 +80,7 @@ class TokenVocabulary {
   std::vector<int32_t> stop_ids_;
   std::vector<int32_t> sorted_ids_;
   std::vector<TrieNode> trie_;
+  mutable std::atomic<size_t> mask_cache_bytes_{0};
 };
 
 std::shared_ptr<const TokenVocabulary> make_token_vocabulary(
