@@ -503,6 +503,8 @@ int run_serve(const std::vector<std::string>& args) {
     return 0;
   }
   warn_ignored(flags);
+  // Parser names and --structured-outputs-config fail before the model loads.
+  if (Status s = server::check_agent_flags(f.agents); !s.ok()) return fail(s);
   if (flags.positional().size() > 1) {
     return fail(invalid_argument("expected one MODEL argument, got " +
                                  std::to_string(flags.positional().size())));

@@ -66,6 +66,23 @@ std::shared_ptr<const structured::TokenVocabulary> grammar_vocabulary(
   return structured::make_token_vocabulary(std::move(bytes), std::move(stops), std::move(special));
 }
 
+Status check_agent_flags(const AgentFlags& flags) {
+  ServerConfig config;
+  std::string reasoning = flags.reasoning_parser;
+  STRATA_RETURN_IF_ERROR(
+      apply_structured_outputs_config(flags.structured_outputs_config, &reasoning, &config));
+  if (flags.enable_auto_tool_choice && flags.tool_call_parser.empty()) {
+    return invalid_argument("--enable-auto-tool-choice requires --tool-call-parser");
+  }
+  if (!flags.tool_call_parser.empty()) {
+    STRATA_RETURN_IF_ERROR(output_parsers::make_tool_call_parser(flags.tool_call_parser).status());
+  }
+  if (!reasoning.empty()) {
+    STRATA_RETURN_IF_ERROR(output_parsers::make_reasoning_parser(reasoning).status());
+  }
+  return Status();
+}
+
 Status configure_agents(const AgentFlags& flags, const tokenizer::Tokenizer& tokenizer,
                         const std::vector<int32_t>& stop_token_ids, ServerContext* ctx) {
   std::string reasoning = flags.reasoning_parser;

@@ -23,6 +23,10 @@ struct AgentFlags {
   bool trust_request_chat_template = false;
 };
 
+// The checks of configure_agents() that need no model (parser names, the
+// flag rules, --structured-outputs-config), so a typo fails at once.
+Status check_agent_flags(const AgentFlags& flags);
+
 // ctx->engine must be set. Fills ctx->grammars, tool_parser, reasoning_parser, reasoning_end_ids and
 // the agent fields of ctx->config. Errors: unknown parser names,
 // --enable-auto-tool-choice without --tool-call-parser, a malformed or

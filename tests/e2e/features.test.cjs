@@ -48,6 +48,18 @@ test('unknown flags fail with a suggestion', () => {
   const bad = spawnSync(BIN, ['serve', MODEL, '--kv-transfer-config', '{not json'], { encoding: 'utf8', timeout: 30000 });
   assert.notEqual(bad.status, 0);
   assert.match(bad.stderr, /--kv-transfer-config expects a JSON object/);
+  // Agent flags are checked before the model loads.
+  for (const [args, message] of [
+    [['--tool-call-parser', 'hermez'], /unknown tool call parser 'hermez'; known: hermes/],
+    [['--enable-auto-tool-choice'], /--enable-auto-tool-choice requires --tool-call-parser/],
+    [['--reasoning-parser', 'r2'], /r2/],
+    [['--structured-outputs-config', '{"enable_in_reasoning": "yes"}'], /enable_in_reasoning/],
+  ]) {
+    const r2 = spawnSync(BIN, ['serve', MODEL, ...args], { encoding: 'utf8', timeout: 30000 });
+    assert.equal(r2.status, 2, r2.stderr);
+    assert.match(r2.stderr, message);
+    assert.doesNotMatch(r2.stderr, /loaded \d+ parameters/);
+  }
 });
 
 test('echo with logprobs covers prompt and completion tokens', async () => {
