@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "base/hex.h"
+
 namespace strata::output_parsers {
 namespace {
 
@@ -11,13 +13,6 @@ constexpr int kMaxDepth = 128;
 
 bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Bytes in the UTF-8 sequence that `lead` starts (1 for ASCII and for bytes
 // that cannot start a sequence, which are passed through unchanged).
@@ -205,7 +200,7 @@ class Scanner {
     *value = 0;
     for (size_t i = 0; i < count; ++i) {
       if (at + i >= text_.size()) return ScanState::kIncomplete;
-      const int h = hex_value(text_[at + i]);
+      const int h = hex_digit_value(static_cast<unsigned char>(text_[at + i]));
       if (h < 0) return ScanState::kInvalid;
       *value = *value * 16 + static_cast<uint32_t>(h);
     }

@@ -62,15 +62,13 @@ void TokenConstraints::apply(const float* raw, float* logits, int64_t vocab,
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   std::copy(raw, raw + vocab, logits);
   if (!spec_.allowed_token_ids.empty()) {
-    if (allowed_.empty()) {
-      allowed_.assign(static_cast<size_t>(vocab), 0);
+    if (allowed_words_.empty()) {
+      allowed_words_.assign(static_cast<size_t>(structured::token_bitmask_words(vocab)), 0);
       for (int32_t id : spec_.allowed_token_ids) {
-        if (id >= 0 && id < vocab) allowed_[static_cast<size_t>(id)] = 1;
+        if (id >= 0 && id < vocab) structured::set_token_bit(allowed_words_, id);
       }
     }
-    for (int64_t i = 0; i < vocab; ++i) {
-      if (!allowed_[static_cast<size_t>(i)]) logits[i] = kMasked;
-    }
+    structured::apply_token_bitmask(allowed_words_, logits, vocab);
   }
   for (const std::vector<int32_t>& word : spec_.bad_words) {
     if (word.empty() || word.back() < 0 || word.back() >= vocab) continue;

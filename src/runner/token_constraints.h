@@ -71,7 +71,7 @@ class TokenConstraints {
   int64_t num_rejected_ = 0;
   int64_t num_fallbacks_ = 0;
   std::vector<uint32_t> words_;    // grammar bitmask scratch
-  std::vector<uint8_t> allowed_;   // [vocab] from allowed_token_ids, built on first use
+  std::vector<uint32_t> allowed_words_;  // allowed_token_ids as a bitmask, built on first use
 };
 
 }  // namespace strata::runner

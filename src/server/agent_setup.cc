@@ -85,12 +85,10 @@ Status check_agent_flags(const AgentFlags& flags) {
 
 Status configure_agents(const AgentFlags& flags, const tokenizer::Tokenizer& tokenizer,
                         const std::vector<int32_t>& stop_token_ids, ServerContext* ctx) {
+  STRATA_RETURN_IF_ERROR(check_agent_flags(flags));
   std::string reasoning = flags.reasoning_parser;
   STRATA_RETURN_IF_ERROR(
       apply_structured_outputs_config(flags.structured_outputs_config, &reasoning, &ctx->config));
-  if (flags.enable_auto_tool_choice && flags.tool_call_parser.empty()) {
-    return invalid_argument("--enable-auto-tool-choice requires --tool-call-parser");
-  }
   if (!flags.tool_call_parser.empty()) {
     STRATA_ASSIGN_OR_RETURN(ctx->tool_parser,
                             output_parsers::make_tool_call_parser(flags.tool_call_parser));

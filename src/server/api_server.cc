@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/hex.h"
 #include "base/log.h"
 #include "server/handlers.h"
 #include "server/json_writer.h"
@@ -15,13 +16,8 @@ namespace {
 // %XX escapes in a path segment (model ids like "org%2Fname").
 std::string url_decode(std::string_view s) {
   std::string out;
+  auto hex = [](char c) { return hex_digit_value(static_cast<unsigned char>(c)); };
   for (size_t i = 0; i < s.size(); ++i) {
-    auto hex = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
     if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
       i += 2;

@@ -67,21 +67,19 @@ ApiOr<std::optional<chat_template::ChatTemplate>> request_template(const ServerC
   return std::optional<chat_template::ChatTemplate>(std::move(*t));
 }
 
-// The prompt ends inside a reasoning section: its last reasoning marker opens one.
-bool prompt_opens_reasoning(const output_parsers::ReasoningParser& parser,
-                            const std::string& prompt) {
-  const size_t open = prompt.rfind(parser.start_marker());
-  if (open == std::string::npos) return false;
-  const size_t close = prompt.rfind(parser.end_marker());
-  return close == std::string::npos || close < open;
-}
+// Which reasoning marker comes last in the prompt: a start (the prompt ends
+// inside a reasoning section), an end (reasoning is closed), or none.
+enum class LastReasoningMarker { kNone, kStart, kEnd };
 
-bool prompt_closes_reasoning(const output_parsers::ReasoningParser& parser,
-                             const std::string& prompt) {
-  const size_t close = prompt.rfind(parser.end_marker());
-  if (close == std::string::npos) return false;
+LastReasoningMarker last_reasoning_marker(const output_parsers::ReasoningParser& parser,
+                                          const std::string& prompt) {
   const size_t open = prompt.rfind(parser.start_marker());
-  return open == std::string::npos || open < close;
+  const size_t close = prompt.rfind(parser.end_marker());
+  if (open == std::string::npos && close == std::string::npos) return LastReasoningMarker::kNone;
+  if (close == std::string::npos || (open != std::string::npos && open > close)) {
+    return LastReasoningMarker::kStart;
+  }
+  return LastReasoningMarker::kEnd;
 }
 
 // tool_choice -> how the output is constrained and parsed (vLLM's rules:
@@ -175,12 +173,13 @@ void handle_chat_completions(ServerContext& ctx, const HttpRequest& req,
     return reply_error(*responder, *err);
   }
   if (ctx.reasoning_parser != nullptr) {
+    const LastReasoningMarker last = last_reasoning_marker(*ctx.reasoning_parser, *text);
     chat_output.reasoning = ctx.reasoning_parser.get();
-    chat_output.prompt_opened_think = prompt_opens_reasoning(*ctx.reasoning_parser, *text);
+    chat_output.prompt_opened_think = last == LastReasoningMarker::kStart;
     // Structured outputs start after the reasoning section (unless
     // --structured-outputs-config enable_in_reasoning).
     if (options->base.constraints.grammar != nullptr && !ctx.config.structured_in_reasoning &&
-        !prompt_closes_reasoning(*ctx.reasoning_parser, *text)) {
+        last != LastReasoningMarker::kEnd) {
       options->base.constraints.grammar_starts_after = ctx.reasoning_end_ids;
     }
   }

@@ -1,20 +1,13 @@
 #include "server/chat_output.h"
 
-#include <algorithm>
-
 namespace strata::server {
-namespace {
-
-// The part of `now` not sent yet, when what was sent is still its prefix.
-std::string fresh_suffix(const std::string& now, size_t sent) {
-  return now.size() > sent ? now.substr(sent) : std::string();
-}
-
-}  // namespace
 
 ChatOutputSplitter::ChatOutputSplitter(ChatOutputOptions options,
                                        std::function<std::string()> make_call_id)
     : options_(std::move(options)), make_call_id_(std::move(make_call_id)) {
+  if (options_.reasoning != nullptr) {
+    reasoning_.emplace(*options_.reasoning, options_.prompt_opened_think);
+  }
   if (options_.tool_parser == nullptr) return;
   if (!make_call_id_) {
     const output_parsers::ToolCallParser* parser = options_.tool_parser.get();
@@ -23,28 +16,16 @@ ChatOutputSplitter::ChatOutputSplitter(ChatOutputOptions options,
   streamer_.emplace(*options_.tool_parser, make_call_id_, options_.tools.get());
 }
 
-std::string ChatOutputSplitter::reasoning_step(std::string_view text, bool final,
-                                               ChoiceOutput& delta) {
-  if (options_.reasoning == nullptr) return std::string(text);
-  output_parsers::ReasoningResult r =
-      final ? options_.reasoning->parse(text, options_.prompt_opened_think)
-            : options_.reasoning->parse_partial(text, options_.prompt_opened_think);
-  delta.reasoning += fresh_suffix(r.reasoning, sent_reasoning_);
-  sent_reasoning_ = std::max(sent_reasoning_, r.reasoning.size());
-  return std::move(r.content);
-}
-
-void ChatOutputSplitter::content_step(const std::string& content, bool final,
-                                      ChoiceOutput& delta) {
+void ChatOutputSplitter::content_step(std::string_view fresh, bool final, ChoiceOutput& delta) {
   if (!streamer_) {
-    delta.text += fresh_suffix(content, sent_content_);
-    sent_content_ = std::max(sent_content_, content.size());
+    delta.text += fresh;
     return;
   }
-  output_parsers::StreamDelta d = final ? streamer_->finish(content) : streamer_->update(content);
+  content_ += fresh;
+  output_parsers::StreamDelta d = final ? streamer_->finish(content_) : streamer_->update(content_);
   delta.text += d.content;
   for (output_parsers::ToolCallDelta& t : d.tool_calls) {
-    has_tool_calls_ = true;
+    has_tool_calls_ = true;  // every call's first delta passes here
     if (t.id.empty() && !delta.tool_calls.empty() && delta.tool_calls.back().index == t.index) {
       delta.tool_calls.back().arguments += t.arguments_fragment;  // one fragment per call and chunk
       continue;
@@ -52,16 +33,21 @@ void ChatOutputSplitter::content_step(const std::string& content, bool final,
     delta.tool_calls.push_back({t.index, std::move(t.id), std::move(t.name),
                                 std::move(t.arguments_fragment)});
   }
-  if (final && !streamer_->result().calls.empty()) has_tool_calls_ = true;
 }
 
 void ChatOutputSplitter::add(std::string_view text, ChoiceOutput& delta) {
+  if (!reasoning_) return content_step(text, false, delta);
   full_ += text;
-  content_step(reasoning_step(full_, false, delta), false, delta);
+  output_parsers::ReasoningDelta d = reasoning_->update(full_);
+  delta.reasoning += d.reasoning_fragment;
+  content_step(d.content_fragment, false, delta);
 }
 
 void ChatOutputSplitter::finish(ChoiceOutput& delta) {
-  content_step(reasoning_step(full_, true, delta), true, delta);
+  if (!reasoning_) return content_step("", true, delta);
+  output_parsers::ReasoningDelta d = reasoning_->finish(full_);
+  delta.reasoning += d.reasoning_fragment;
+  content_step(d.content_fragment, true, delta);
 }
 
 void ChatOutputSplitter::split_whole(std::string_view full_text, ChoiceOutput& out) {

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "output_parsers/reasoning_parser.h"
+#include "output_parsers/reasoning_streamer.h"
 #include "output_parsers/tool_call_parser.h"
 #include "output_parsers/tool_call_streamer.h"
 #include "server/openai_format.h"
@@ -55,18 +56,24 @@ class ChatOutputSplitter {
   void split_whole(std::string_view full_text, ChoiceOutput& out);
   // After finish() / split_whole(): the output held tool calls.
   bool has_tool_calls() const { return has_tool_calls_; }
+  // As vLLM: "tool_calls" once calls were made (auto, required), whatever
+  // ended the generation; otherwise (and for a named tool) `engine_reason`.
+  const std::string& finish_reason(const std::string& engine_reason) const {
+    return has_tool_calls_ && !options_.tool_calls_finish_reason.empty()
+               ? options_.tool_calls_finish_reason
+               : engine_reason;
+  }
   const ChatOutputOptions& options() const { return options_; }
 
  private:
-  // The content part of `text` and, into delta, the new reasoning.
-  std::string reasoning_step(std::string_view text, bool final, ChoiceOutput& delta);
-  void content_step(const std::string& content, bool final, ChoiceOutput& delta);
+  // `fresh`: the next piece of content (after the reasoning split).
+  void content_step(std::string_view fresh, bool final, ChoiceOutput& delta);
 
   ChatOutputOptions options_;
   std::function<std::string()> make_call_id_;
-  std::string full_;
-  size_t sent_reasoning_ = 0;
-  size_t sent_content_ = 0;
+  std::string full_;     // generated text so far (with a reasoning parser)
+  std::string content_;  // content so far (with a tool parser)
+  std::optional<output_parsers::ReasoningStreamer> reasoning_;
   std::optional<output_parsers::ToolCallStreamer> streamer_;
   bool has_tool_calls_ = false;
 };

@@ -264,13 +264,8 @@ void GenerationJob::split_delta(Choice& c, ChoiceOutput& delta) {
   c.splitter->add(text, delta);
   if (delta.finish_reason.empty()) return;
   c.splitter->finish(delta);
-  const std::string& reason = c.splitter->options().tool_calls_finish_reason;
-  // vLLM: "tool_calls" whenever calls were made (auto, required), whatever
-  // ended the generation; a named tool keeps the engine's reason.
-  if (c.splitter->has_tool_calls() && !reason.empty()) {
-    delta.finish_reason = reason;
-    c.finish_reason = reason;
-  }
+  delta.finish_reason = c.splitter->finish_reason(delta.finish_reason);
+  c.finish_reason = delta.finish_reason;
 }
 
 void GenerationJob::split_whole(Choice& c, ChoiceOutput& out) {
@@ -279,8 +274,7 @@ void GenerationJob::split_whole(Choice& c, ChoiceOutput& out) {
   c.splitter->split_whole(std::string_view(out.text).substr(echo), out);
   out.text = prefix + out.text;
   if (!prefix.empty()) out.content_null = false;
-  const std::string& reason = c.splitter->options().tool_calls_finish_reason;
-  if (c.splitter->has_tool_calls() && !reason.empty()) out.finish_reason = reason;
+  out.finish_reason = c.splitter->finish_reason(out.finish_reason);
 }
 
 void GenerationJob::emit(Choice& c, ChoiceOutput delta) {

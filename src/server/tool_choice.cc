@@ -1,7 +1,8 @@
 #include "server/tool_choice.h"
 
-#include <cctype>
 #include <optional>
+
+#include "output_parsers/value_scanner.h"
 
 namespace strata::server {
 namespace {
@@ -51,53 +52,24 @@ Json parameters_of(const Json& fn, Json& defs, std::optional<ApiError>& error) {
   return params;
 }
 
-// Scans one JSON value starting at text[i] (after whitespace); returns the
-// index just past it, or npos if the text ends first.
-size_t scan_value(std::string_view text, size_t i) {
-  int depth = 0;
-  bool in_string = false;
-  for (; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 0) return i + 1;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth <= 0) return depth < 0 ? i : i + 1;
-    } else if (depth == 0 && (c == ',' || std::isspace(static_cast<unsigned char>(c)))) {
-      return i;  // end of a scalar
-    }
-  }
-  return std::string_view::npos;
-}
+using output_parsers::Dialect;
+using output_parsers::ScanState;
+using output_parsers::skip_whitespace;
 
-size_t skip_ws(std::string_view text, size_t i) {
-  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  return i;
-}
-
-// A complete JSON string at text[i]; its decoded value, and the end index.
+// A complete JSON string at text[i]: its decoded value and the index past it.
 std::optional<std::pair<std::string, size_t>> read_string(std::string_view text, size_t i) {
-  if (i >= text.size() || text[i] != '"') return std::nullopt;
-  size_t end = scan_value(text, i);
-  if (end == std::string_view::npos) return std::nullopt;
-  Json v = Json::parse(text.substr(i, end - i), nullptr, false);
-  if (!v.is_string()) return std::nullopt;
-  return std::make_pair(v.get<std::string>(), end);
+  std::string decoded;
+  size_t end = 0;
+  if (i >= text.size() || text[i] != '"' ||
+      output_parsers::scan_string(text, i, Dialect::kJson, &decoded, &end) != ScanState::kComplete) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(decoded), end);
 }
 
 // [{"name": ..., "parameters": {...}}, ...] as far as it goes. A call appears
 // once its name is complete; its arguments are the raw text of "parameters"
-// so far (complete when `complete` is set for it).
+// so far.
 class RequiredToolCallsParser : public output_parsers::ToolCallParser {
  public:
   std::vector<std::string> call_markers() const override { return {"["}; }
@@ -118,20 +90,20 @@ class RequiredToolCallsParser : public output_parsers::ToolCallParser {
  private:
   static output_parsers::ToolParseResult scan_calls(std::string_view text) {
     output_parsers::ToolParseResult r;
-    size_t i = skip_ws(text, 0);
+    size_t i = skip_whitespace(text, 0);
     if (i >= text.size() || text[i] != '[') return r;
     ++i;
     while (true) {
-      i = skip_ws(text, i);
-      if (i < text.size() && text[i] == ',') i = skip_ws(text, i + 1);
+      i = skip_whitespace(text, i);
+      if (i < text.size() && text[i] == ',') i = skip_whitespace(text, i + 1);
       if (i >= text.size() || text[i] != '{') return r;
       ++i;
       std::optional<std::string> name;
       std::string arguments;
       bool object_done = false;
       while (!object_done) {
-        i = skip_ws(text, i);
-        if (i < text.size() && text[i] == ',') i = skip_ws(text, i + 1);
+        i = skip_whitespace(text, i);
+        if (i < text.size() && text[i] == ',') i = skip_whitespace(text, i + 1);
         if (i < text.size() && text[i] == '}') {
           ++i;
           object_done = true;
@@ -139,9 +111,9 @@ class RequiredToolCallsParser : public output_parsers::ToolCallParser {
         }
         auto key = read_string(text, i);
         if (!key) break;
-        i = skip_ws(text, key->second);
+        i = skip_whitespace(text, key->second);
         if (i >= text.size() || text[i] != ':') break;
-        i = skip_ws(text, i + 1);
+        i = skip_whitespace(text, i + 1);
         if (i >= text.size()) break;
         if (key->first == "name") {
           auto value = read_string(text, i);
@@ -149,13 +121,15 @@ class RequiredToolCallsParser : public output_parsers::ToolCallParser {
           name = value->first;
           i = value->second;
         } else {
-          const size_t end = scan_value(text, i);
+          // The value's raw text so far (what the grammar produced).
+          const output_parsers::ValueScan value =
+              output_parsers::scan_value(text, i, Dialect::kJson);
+          const bool complete = value.state == ScanState::kComplete;
           if (key->first == "parameters") {
-            arguments = std::string(text.substr(i, end == std::string_view::npos ? text.npos
-                                                                                  : end - i));
+            arguments = std::string(text.substr(i, complete ? value.end - i : text.npos));
           }
-          if (end == std::string_view::npos) break;
-          i = end;
+          if (!complete) break;
+          i = value.end;
         }
       }
       if (name) r.calls.push_back({*name, std::move(arguments)});

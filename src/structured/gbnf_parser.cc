@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/hex.h"
+
 namespace strata::structured {
 namespace {
 
@@ -261,18 +263,11 @@ class GbnfParser {
   bool parse_hex(int digits, uint32_t* value) {
     *value = 0;
     for (int i = 0; i < digits; ++i) {
-      const char c = peek();
-      uint32_t d;
-      if (c >= '0' && c <= '9') {
-        d = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        d = c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        d = c - 'A' + 10;
-      } else {
+      const int d = hex_digit_value(static_cast<unsigned char>(peek()));
+      if (d < 0) {
         return fail("expected " + std::to_string(digits) + " hex digits, found " + found());
       }
-      *value = *value * 16 + d;
+      *value = *value * 16 + static_cast<uint32_t>(d);
       ++pos_;
     }
     if (*value > kMaxCodePoint) return fail("code point beyond U+10FFFF");

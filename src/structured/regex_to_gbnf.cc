@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/hex.h"
 #include "structured/builtin_grammars.h"
 
 namespace strata::structured {
@@ -74,15 +75,6 @@ CodePointSet space_set() {
   CodePointSet set = CodePointSet::range('\t', '\r');  // \t \n \v \f \r
   set.add(' ', ' ');
   return set;
-}
-
-bool is_hex_digit(uint32_t c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-uint32_t hex_value(uint32_t c) {
-  if (c <= '9') return c - '0';
-  if (c >= 'a') return c - 'a' + 10;
-  return c - 'A' + 10;
 }
 
 class RegexParser {
@@ -367,8 +359,8 @@ class RegexParser {
   StatusOr<CodePointSet> parse_hex(int num_digits) {
     uint32_t value = 0;
     for (int digit_idx = 0; digit_idx < num_digits; ++digit_idx) {
-      if (at_end() || !is_hex_digit(peek())) return error("bad hex escape");
-      value = value * 16 + hex_value(peek());
+      if (at_end() || hex_digit_value(peek()) < 0) return error("bad hex escape");
+      value = value * 16 + static_cast<uint32_t>(hex_digit_value(peek()));
       ++pos_;
     }
     if (value > kLastCodePoint) return error("code point above U+10FFFF");

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/hex.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/json_util.h"
 #include "tokenizer/utf8.h"
@@ -66,11 +67,7 @@ int parse_byte_token(const std::string& token) {
   if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') return -1;
   int value = 0;
   for (int i = 3; i < 5; ++i) {
-    const char c = token[i];
-    int digit = -1;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    const int digit = hex_digit_value(static_cast<unsigned char>(token[i]));
     if (digit < 0) return -1;
     value = value * 16 + digit;
   }
