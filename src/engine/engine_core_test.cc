@@ -215,8 +215,9 @@ TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
   const int64_t vocab = model_->vocab_size();
   std::vector<float> logits(prompt.size() * vocab);
   ThreadPool pool(1);
-  model_->forward(model::ForwardBatch::single_sequence(prompt.data(), prompt.size(), 0, true), kv,
-                  logits.data(), pool);
+  model::Workspace workspace = model_->make_workspace();
+  model_->forward(model::ForwardBatch::single_sequence(prompt.data(), prompt.size(), 0, 64, true),
+                  kv, workspace, logits.data(), pool);
   // Chunks of 5 tokens run the decode matmul kernel, the whole prompt the
   // prefill GEMM; with bf16 weights both round activations to bf16 but sum in
   // different orders (tests/golden/README.md bounds that at 2e-2 of the

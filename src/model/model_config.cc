@@ -10,27 +10,13 @@ namespace {
 using internal::JsonFields;
 using nlohmann::json;
 
-// What differs between the supported config classes (transformers' defaults).
-struct ArchInfo {
-  Architecture arch;
-  const char* hf_name;     // "architectures"[0]
-  const char* model_type;  // "model_type", used when "architectures" is absent
-  int64_t max_position_embeddings;
-  int64_t head_dim;      // 0 = hidden_size / num_attention_heads
-  int64_t bos_token_id;  // -1 = none
-  int64_t eos_token_id;  // -1 = none
-};
-
-constexpr ArchInfo kArchs[] = {
-    {Architecture::kLlama, "LlamaForCausalLM", "llama", 2048, 0, 1, 2},
-    {Architecture::kQwen2, "Qwen2ForCausalLM", "qwen2", 32768, 0, -1, -1},
-    {Architecture::kQwen3, "Qwen3ForCausalLM", "qwen3", 32768, 128, -1, -1},
-    {Architecture::kMistral, "MistralForCausalLM", "mistral", 4096 * 32, 0, 1, 2},
-};
+using ArchInfo = ArchitectureSpec;
 
 std::string supported_architectures() {
   std::string s;
-  for (const ArchInfo& a : kArchs) s += std::string(s.empty() ? "" : ", ") + a.hf_name;
+  for (const ArchInfo* a : all_architectures()) {
+    s += std::string(s.empty() ? "" : ", ") + a->hf_name;
+  }
   return s;
 }
 
@@ -43,13 +29,13 @@ StatusOr<const ArchInfo*> find_arch(const json& config, const std::string& path)
       return fields.type_error("architectures", "a non-empty list of strings");
     }
     name = list[0].get<std::string>();
-    for (const ArchInfo& a : kArchs) {
-      if (name == a.hf_name) return &a;
+    for (const ArchInfo* a : all_architectures()) {
+      if (name == a->hf_name) return a;
     }
   } else {
     STRATA_RETURN_IF_ERROR(fields.optional_string("model_type", &name));
-    for (const ArchInfo& a : kArchs) {
-      if (name == a.model_type) return &a;
+    for (const ArchInfo* a : all_architectures()) {
+      if (name == a->model_type) return a;
     }
     if (name.empty()) name = "(none: no 'architectures' or 'model_type')";
   }
@@ -96,9 +82,9 @@ Status parse_shapes(const JsonFields& f, const ArchInfo& a, const std::string& p
   STRATA_RETURN_IF_ERROR(f.required_int("num_attention_heads", &c->num_attention_heads));
   c->num_key_value_heads = c->num_attention_heads;
   STRATA_RETURN_IF_ERROR(f.optional_int("num_key_value_heads", &c->num_key_value_heads));
-  c->max_position_embeddings = a.max_position_embeddings;
+  c->max_position_embeddings = a.default_max_position_embeddings;
   STRATA_RETURN_IF_ERROR(f.optional_int("max_position_embeddings", &c->max_position_embeddings));
-  c->head_dim = a.head_dim;
+  c->head_dim = a.default_head_dim;
   STRATA_RETURN_IF_ERROR(f.optional_int("head_dim", &c->head_dim));
   if (c->head_dim == 0 && c->num_attention_heads > 0) {
     if (c->hidden_size % c->num_attention_heads != 0) {
@@ -120,13 +106,13 @@ Status parse_features(const JsonFields& f, const ArchInfo& a, const std::string&
   STRATA_RETURN_IF_ERROR(f.optional_bool("mlp_bias", &mlp_bias));
   STRATA_RETURN_IF_ERROR(f.optional_bool("use_sliding_window", &use_sliding_window));
   // Llama and Qwen3 put attention_bias on o_proj too; no released model does.
-  if ((a.arch == Architecture::kLlama || a.arch == Architecture::kQwen3) && attention_bias) {
+  if (a.attention_bias_means_o_proj && attention_bias) {
     return unimplemented(path + ": attention_bias = true (bias on o_proj) is not supported");
   }
   if (mlp_bias) return unimplemented(path + ": mlp_bias = true is not supported");
-  c->attention_bias = a.arch == Architecture::kQwen2;  // q/k/v biases, always on
-  c->qk_norm = a.arch == Architecture::kQwen3;
-  if (a.arch == Architecture::kMistral) {
+  c->attention_bias = a.qkv_bias;
+  c->qk_norm = a.qk_norm;
+  if (a.sliding_window == SlidingWindowSource::kFromConfig) {
     // Absent: transformers' default 4096; null: no window (Mistral v0.2+).
     c->sliding_window = f.is_null("sliding_window") ? 0 : 4096;
     STRATA_RETURN_IF_ERROR(f.optional_int("sliding_window", &c->sliding_window));
@@ -147,9 +133,9 @@ Status parse_numerics(const JsonFields& f, const ArchInfo& a, const std::string&
   STRATA_RETURN_IF_ERROR(f.optional_double("rms_norm_eps", &c->rms_norm_eps));
   STRATA_RETURN_IF_ERROR(f.optional_double("rope_theta", &c->rope_theta));
   STRATA_RETURN_IF_ERROR(f.optional_bool("tie_word_embeddings", &c->tie_word_embeddings));
-  c->bos_token_id = a.bos_token_id;
+  c->bos_token_id = a.default_bos_token_id;
   STRATA_RETURN_IF_ERROR(f.optional_int("bos_token_id", &c->bos_token_id));
-  if (a.eos_token_id >= 0) c->eos_token_ids = {a.eos_token_id};
+  if (a.default_eos_token_id >= 0) c->eos_token_ids = {a.default_eos_token_id};
   return f.optional_token_ids("eos_token_id", &c->eos_token_ids);
 }
 
@@ -202,12 +188,7 @@ void apply_llama3_scaling(const RopeScaling& s, std::vector<float>& inv_freq) {
 
 }  // namespace
 
-const char* architecture_name(Architecture arch) {
-  for (const ArchInfo& a : kArchs) {
-    if (a.arch == arch) return a.hf_name;
-  }
-  return "?";
-}
+const char* architecture_name(Architecture arch) { return architecture_spec(arch).hf_name; }
 
 Status validate_model_config(const ModelConfig& c, const std::string& path) {
   STRATA_RETURN_IF_ERROR(check_positive(path, "vocab_size", c.vocab_size));

@@ -7,11 +7,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/arch/architecture.h"
 #include "ops/ops.h"
 
 namespace strata::model {
-
-enum class Architecture { kLlama, kQwen2, kQwen3, kMistral };
 
 const char* architecture_name(Architecture arch);  // "LlamaForCausalLM", ...
 

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "base/check.h"
@@ -52,6 +53,34 @@ MatmulWeight MatmulWeight::prepare(const tensor::TensorView& w) {
   out.view_ = w;
   out.n_ = w.dim(0);
   out.k_ = w.dim(1);
+  return out;
+}
+
+bool MatmulWeight::can_concat_rows(const std::vector<const tensor::TensorView*>& parts) {
+  if (parts.empty()) return false;
+  for (const tensor::TensorView* p : parts) {
+    if (p->rank() != 2 || p->dtype != parts[0]->dtype || p->dim(1) != parts[0]->dim(1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+MatmulWeight MatmulWeight::concat_rows(const std::vector<const tensor::TensorView*>& parts) {
+  STRATA_CHECK(can_concat_rows(parts)) << "concat_rows needs 2-D parts of one dtype and k";
+  int64_t n = 0, bytes = 0;
+  for (const tensor::TensorView* p : parts) {
+    n += p->dim(0);
+    bytes += p->size_bytes();
+  }
+  tensor::AlignedBuffer<uint8_t> owned(bytes);
+  int64_t offset = 0;
+  for (const tensor::TensorView* p : parts) {
+    std::memcpy(owned.data() + offset, p->data, static_cast<size_t>(p->size_bytes()));
+    offset += p->size_bytes();
+  }
+  MatmulWeight out = prepare({owned.data(), parts[0]->dtype, {n, parts[0]->dim(1)}});
+  out.owned_ = std::move(owned);
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "tensor/kv_row_layout.h"
@@ -28,6 +29,12 @@ class MatmulWeight {
  public:
   // `w` is 2-D [n, k]; k must be a multiple of 32 for Q8_0.
   static MatmulWeight prepare(const tensor::TensorView& w);
+  // One weight [n_0 + n_1 + ..., k] holding the rows of `parts` one after the
+  // other (fused QKV, gate/up), in an owned copy. Every part must be 2-D with
+  // the same k and dtype (can_concat_rows). Row r of the result computes the
+  // same output as that row in its part (the kernels treat rows independently).
+  static MatmulWeight concat_rows(const std::vector<const tensor::TensorView*>& parts);
+  static bool can_concat_rows(const std::vector<const tensor::TensorView*>& parts);
 
   MatmulWeight();
   MatmulWeight(MatmulWeight&&) noexcept;
@@ -49,6 +56,7 @@ class MatmulWeight {
   int64_t n_ = 0;
   int64_t k_ = 0;
   std::unique_ptr<Packed> packed_;
+  tensor::AlignedBuffer<uint8_t> owned_;  // the bytes view_ points at, when copied
 };
 
 // y[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n] when bias != nullptr).

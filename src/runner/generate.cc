@@ -33,6 +33,20 @@ Status validate_prompt(const model::Model& model, const std::vector<int32_t>& pr
   return Status();
 }
 
+// generate and bench store KV in blocks of serving's default size, so the
+// tools exercise the same block-table reads serving does.
+constexpr int64_t kBlockSize = 16;
+
+attention::KvArena sequence_kv(const model::Model& model, int64_t num_positions,
+                               tensor::KvCacheDtype dtype) {
+  return model.make_kv_arena((num_positions + kBlockSize - 1) / kBlockSize, kBlockSize, dtype);
+}
+
+model::ForwardBatch sequence_batch(const int32_t* tokens, int64_t num_tokens, int64_t start,
+                                   bool all_logits = false) {
+  return model::ForwardBatch::single_sequence(tokens, num_tokens, start, kBlockSize, all_logits);
+}
+
 }  // namespace
 
 StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<int32_t>& prompt,
@@ -40,19 +54,18 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
   STRATA_RETURN_IF_ERROR(validate_prompt(model, prompt, options.max_tokens));
   const int64_t vocab = model.vocab_size();
   const int64_t num_prompt = static_cast<int64_t>(prompt.size());
-  // One sequence: one block holding the whole context.
-  attention::KvArena kv = model.make_kv_arena(1, num_prompt + options.max_tokens, options.kv_dtype);
+  attention::KvArena kv = sequence_kv(model, num_prompt + options.max_tokens, options.kv_dtype);
   int64_t num_computed = 0;
   sampling::Sampler sampler(options.sampling);
   GenerateResult result;
 
   // Prefill: logits of every prompt position only when the caller wants them.
   const int64_t prefill_rows = options.keep_all_logits ? num_prompt : 1;
+  model::Workspace workspace = model.make_workspace(num_prompt, prefill_rows);
   std::vector<float> logits(prefill_rows * vocab);
   auto start = std::chrono::steady_clock::now();
-  model.forward(model::ForwardBatch::single_sequence(prompt.data(), num_prompt, 0,
-                                                    options.keep_all_logits),
-                kv, logits.data(), pool);
+  model.forward(sequence_batch(prompt.data(), num_prompt, 0, options.keep_all_logits), kv,
+                workspace, logits.data(), pool);
   num_computed = num_prompt;
   result.prefill_seconds = seconds_since(start);
   if (options.keep_all_logits) result.logits = logits;
@@ -72,8 +85,7 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
     }
     if (step + 1 == options.max_tokens) break;
     logits.resize(vocab);
-    model.forward(model::ForwardBatch::single_sequence(&token, 1, num_computed, false), kv,
-                  logits.data(), pool);
+    model.forward(sequence_batch(&token, 1, num_computed), kv, workspace, logits.data(), pool);
     ++num_computed;
     next = logits.data();
     if (options.keep_all_logits) result.logits.insert(result.logits.end(), next, next + vocab);
@@ -90,32 +102,32 @@ BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t 
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> prompt(num_prompt_tokens);
   for (int32_t& t : prompt) t = pick(rng);
-  attention::KvArena kv = model.make_kv_arena(1, num_prompt_tokens, kv_dtype);
+  attention::KvArena kv = sequence_kv(model, num_prompt_tokens, kv_dtype);
+  model::Workspace workspace = model.make_workspace(num_prompt_tokens, 1);
   std::vector<float> logits(vocab);
   BenchResult result;
 
   auto start = std::chrono::steady_clock::now();
-  model.forward(model::ForwardBatch::single_sequence(prompt.data(), num_prompt_tokens, 0, false),
-                kv, logits.data(), pool);
+  model.forward(sequence_batch(prompt.data(), num_prompt_tokens, 0), kv, workspace, logits.data(),
+                pool);
   result.prefill_tokens_per_s = num_prompt_tokens / seconds_since(start);
 
   // Like llama-bench's tg test, decoding starts from an empty context, or
   // (llama-bench -d) after `depth` context tokens, prefilled untimed.
-  attention::KvArena decode_kv = model.make_kv_arena(1, depth + num_gen_tokens, kv_dtype);
+  attention::KvArena decode_kv = sequence_kv(model, depth + num_gen_tokens, kv_dtype);
   if (depth > 0) {
     std::vector<int32_t> context(depth);
     for (int32_t& t : context) t = pick(rng);
     for (int64_t done = 0; done < depth; done += 512) {
       const int64_t n = std::min<int64_t>(512, depth - done);
-      model.forward(model::ForwardBatch::single_sequence(context.data() + done, n, done, false),
-                    decode_kv, logits.data(), pool);
+      model.forward(sequence_batch(context.data() + done, n, done), decode_kv, workspace,
+                    logits.data(), pool);
     }
   }
   int32_t token = prompt[0];
   start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < num_gen_tokens; ++i) {
-    model.forward(model::ForwardBatch::single_sequence(&token, 1, depth + i, false), decode_kv,
-                  logits.data(), pool);
+    model.forward(sequence_batch(&token, 1, depth + i), decode_kv, workspace, logits.data(), pool);
     token = sampling::argmax(logits.data(), vocab);
   }
   result.decode_tokens_per_s = num_gen_tokens / seconds_since(start);

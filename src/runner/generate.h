@@ -1,7 +1,8 @@
-// Single-sequence generation: prefill the prompt, then decode token by token
-// with a contiguous KV cache. This is what `strata generate` and the golden
-// tests run; the batched, paged serving path lives beside it in runner/ once
-// the serving core lands, and must produce the same tokens.
+// Single-sequence generation: prefill the prompt, then decode token by token.
+// This is what `strata generate`, `strata bench` and the golden tests run: the
+// same Model::forward serving's runner calls, over a paged KV cache of
+// 16-token blocks (serving's default block size) addressed through a block
+// table, so the tools and serving exercise one forward pass.
 //
 // Called from one thread; the forward pass uses the given ThreadPool.
 #pragma once

@@ -8,7 +8,10 @@ namespace strata::runner {
 
 ModelRunner::ModelRunner(const model::Model& model, int64_t num_blocks, int64_t block_size,
                          tensor::KvCacheDtype kv_dtype, ThreadPool& pool)
-    : model_(model), arena_(model.make_kv_arena(num_blocks, block_size, kv_dtype)), pool_(pool) {}
+    : model_(model),
+      arena_(model.make_kv_arena(num_blocks, block_size, kv_dtype)),
+      workspace_(model.make_workspace()),
+      pool_(pool) {}
 
 void ModelRunner::add_request(kv::RequestKey key, const sampling::SamplingParams& params,
                               int num_top_logprobs, int num_prompt_logprobs,
@@ -111,7 +114,7 @@ StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
   model::ForwardBatch batch = build_batch(output, kv, rows);
   const int64_t vocab = model_.vocab_size();
   std::vector<float> logits(batch.logits_indices.size() * vocab);
-  model_.forward(batch, arena_, logits.data(), pool_);
+  model_.forward(batch, arena_, workspace_, logits.data(), pool_);
   num_forward_tokens_ += static_cast<int64_t>(batch.token_ids.size());
 
   for (size_t r = 0; r < rows.size(); ++r) {

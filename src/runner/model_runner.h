@@ -95,6 +95,7 @@ class ModelRunner {
 
   const model::Model& model_;
   attention::KvArena arena_;
+  model::Workspace workspace_;  // the forward pass's activations, reused every step
   ThreadPool& pool_;
   std::unordered_map<kv::RequestKey, RequestState> requests_;
   std::vector<float> masked_logits_;  // scratch [vocab] for constrained rows

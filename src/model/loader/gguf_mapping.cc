@@ -26,18 +26,6 @@ constexpr NamePair kLayerNames[] = {
     {"ffn_down", "mlp.down_proj"},
 };
 
-struct ArchEntry {
-  const char* gguf_name;
-  Architecture arch;
-  ops::RopeStyle rope_style;
-};
-
-constexpr ArchEntry kArchs[] = {
-    {"llama", Architecture::kLlama, ops::RopeStyle::kInterleaved},
-    {"qwen2", Architecture::kQwen2, ops::RopeStyle::kNeox},
-    {"qwen3", Architecture::kQwen3, ops::RopeStyle::kNeox},
-};
-
 std::optional<std::string> map_base(const std::string& base, const NamePair* table, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     if (base == table[i].gguf) return std::string(table[i].hf);
@@ -45,13 +33,16 @@ std::optional<std::string> map_base(const std::string& base, const NamePair* tab
   return std::nullopt;
 }
 
-StatusOr<const ArchEntry*> find_arch(const GgufFile& file) {
+StatusOr<const ArchitectureSpec*> find_arch(const GgufFile& file) {
   STRATA_ASSIGN_OR_RETURN(std::string name, file.get_string("general.architecture"));
-  for (const ArchEntry& a : kArchs) {
-    if (name == a.gguf_name) return &a;
+  std::string supported;
+  for (const ArchitectureSpec* a : all_architectures()) {
+    if (a->gguf_name == nullptr) continue;
+    if (name == a->gguf_name) return a;
+    supported += std::string(supported.empty() ? "" : ", ") + a->gguf_name;
   }
   return unimplemented(file.path() + ": GGUF architecture '" + name +
-                       "' is not supported; supported: llama, qwen2, qwen3");
+                       "' is not supported; supported: " + supported);
 }
 
 // Shapes and numerics from "<arch>.*" keys.
@@ -128,13 +119,15 @@ Status read_vocab(const GgufFile& f, const std::string& arch, ModelConfig* c) {
 Status read_features(const GgufFile& f, ModelConfig* c) {
   c->tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
   c->attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  c->qk_norm = c->arch == Architecture::kQwen3;
+  const ArchitectureSpec& spec = architecture_spec(c->arch);
+  c->qk_norm = spec.qk_norm;
   if (f.find_tensor("blk.0.attn_output.bias") != nullptr ||
       f.find_tensor("blk.0.ffn_down.bias") != nullptr) {
     return unimplemented(f.path() + ": biases on attn_output or ffn tensors are not supported");
   }
-  if (c->arch == Architecture::kQwen2 && !c->attention_bias) {
-    return not_found(f.path() + ": qwen2 needs tensor 'blk.0.attn_q.bias', which is missing");
+  if (spec.qkv_bias && !c->attention_bias) {
+    return not_found(f.path() + ": " + spec.gguf_name +
+                     " needs tensor 'blk.0.attn_q.bias', which is missing");
   }
   return Status();
 }
@@ -161,10 +154,10 @@ std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name) {
 }
 
 StatusOr<ModelConfig> gguf_model_config(const GgufFile& file) {
-  STRATA_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(file));
+  STRATA_ASSIGN_OR_RETURN(const ArchitectureSpec* arch, find_arch(file));
   ModelConfig c;
   c.arch = arch->arch;
-  c.rope_style = arch->rope_style;
+  c.rope_style = arch->gguf_rope_style;
   STRATA_RETURN_IF_ERROR(read_shapes(file, arch->gguf_name, &c));
   STRATA_RETURN_IF_ERROR(read_rope_scaling(file, arch->gguf_name, &c));
   STRATA_RETURN_IF_ERROR(read_vocab(file, arch->gguf_name, &c));

@@ -1,0 +1,68 @@
+// The architecture families Strata runs, each described once: the names it
+// goes by (Hugging Face "architectures" / "model_type", GGUF
+// "general.architecture"), transformers' config defaults, and how its decoder
+// layer is wired (q/k/v biases, per-head q/k norm, sliding window, the
+// feed-forward kind). One file per family (llama.cc, qwen2.cc, ...) defines
+// its spec; architecture.cc lists them. The config parsers (model_config.cc,
+// loader/gguf_mapping.cc) and the model builder (model.cc) read only specs,
+// never compare architecture ids.
+//
+// Adding a family: a new <family>.cc with its spec, one line in
+// all_architectures(), and a new layer in model/layers/ only if its wiring
+// needs one.
+// Threading: specs are immutable statics.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "ops/ops.h"
+
+namespace strata::model {
+
+enum class Architecture { kLlama, kQwen2, kQwen3, kMistral };
+
+// Where a model's sliding attention window comes from.
+enum class SlidingWindowSource {
+  kNone,        // full attention; use_sliding_window = true is rejected
+  kFromConfig,  // config "sliding_window" (absent: 4096, null: none)
+};
+
+// The block after attention in every decoder layer.
+enum class FeedForwardKind {
+  kGatedMlp,  // down(silu(gate(x)) * up(x))
+};
+
+struct ArchitectureSpec {
+  Architecture arch;
+  const char* hf_name;    // config.json "architectures"[0]
+  const char* model_type; // config.json "model_type" (used when "architectures" is absent)
+  const char* gguf_name;  // GGUF "general.architecture"; nullptr: not loaded from GGUF
+  ops::RopeStyle gguf_rope_style;  // how the GGUF converter laid out q/k rows
+
+  // transformers' defaults for fields a config.json may omit.
+  int64_t default_max_position_embeddings;
+  int64_t default_head_dim;      // 0 = hidden_size / num_attention_heads
+  int64_t default_bos_token_id;  // -1 = none
+  int64_t default_eos_token_id;  // -1 = none
+
+  // Decoder layer wiring: pre-norm attention then pre-norm feed-forward, each
+  // added to the residual stream.
+  bool qkv_bias;  // q/k/v projections carry biases (always, whatever the config says)
+  bool attention_bias_means_o_proj;  // config attention_bias = true would bias o_proj too
+  bool qk_norm;   // per-head RMSNorm on q and k before rope
+  SlidingWindowSource sliding_window;
+  FeedForwardKind feed_forward;
+};
+
+// Every supported family, in the order error messages list them.
+std::span<const ArchitectureSpec* const> all_architectures();
+const ArchitectureSpec& architecture_spec(Architecture arch);
+
+// Per-family specs (one file each).
+const ArchitectureSpec& llama_architecture();
+const ArchitectureSpec& qwen2_architecture();
+const ArchitectureSpec& qwen3_architecture();
+const ArchitectureSpec& mistral_architecture();
+
+}  // namespace strata::model

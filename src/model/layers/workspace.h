@@ -1,0 +1,47 @@
+// The activations of one forward pass, allocated once and grown only when a
+// step carries more tokens (or logits rows) than any before, so steady-state
+// serving allocates nothing per step (gemma.cpp's Activations). Owned by
+// whoever runs the forward pass (the runner; generate); layers borrow it.
+//
+// Shapes below are for the reserved num_tokens T and num_logits L; a step
+// uses the first rows. Engine thread only (one forward pass at a time).
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_config.h"
+#include "tensor/tensor_view.h"
+
+namespace strata::model {
+
+class Workspace {
+ public:
+  explicit Workspace(const ModelConfig& config);
+
+  // Makes room for a step of `num_tokens` tokens producing `num_logits`
+  // rows of logits (never shrinks).
+  void reserve(int64_t num_tokens, int64_t num_logits);
+  int64_t capacity_tokens() const { return capacity_tokens_; }
+
+  float* residual() { return residual_.data(); }  // [T, hidden] the residual stream
+  float* normed() { return normed_.data(); }      // [T, hidden] a norm's output
+  float* block_out() { return block_out_.data(); }  // [T, hidden] a block's output
+  float* qkv() { return qkv_.data(); }            // [T, q_dim + 2 kv_dim] fused projection
+  float* q() { return q_.data(); }                // [T, num_heads, head_dim]
+  float* k() { return k_.data(); }                // [T, num_kv_heads, head_dim]
+  float* v() { return v_.data(); }                // [T, num_kv_heads, head_dim]
+  float* attn() { return attn_.data(); }          // [T, num_heads, head_dim]
+  float* gate_up() { return gate_up_.data(); }    // [T, 2 intermediate] fused projection
+  float* act() { return act_.data(); }            // [T, intermediate]
+  // [T, widest part of an unfused projection] (see FusedLinear).
+  float* split_scratch() { return split_scratch_.data(); }
+  float* final_rows() { return final_rows_.data(); }  // [L, hidden]
+
+ private:
+  int64_t hidden_, q_dim_, kv_dim_, intermediate_;
+  int64_t capacity_tokens_ = 0, capacity_logits_ = 0;
+  tensor::AlignedBuffer<float> residual_, normed_, block_out_, qkv_, q_, k_, v_, attn_,
+      gate_up_, act_, split_scratch_, final_rows_;
+};
+
+}  // namespace strata::model
