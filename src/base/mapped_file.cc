@@ -56,6 +56,22 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_bytes_);
 }
 
+bool MappedFile::contains(const void* begin, size_t bytes) const {
+  const auto* p = static_cast<const uint8_t*>(begin);
+  return data_ != nullptr && p >= data_ && bytes <= size_bytes_ &&
+         static_cast<size_t>(p - data_) <= size_bytes_ - bytes;
+}
+
+void MappedFile::release_pages(const void* begin, size_t bytes) const {
+  if (!contains(begin, bytes)) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
+  if (last <= first) return;
+  // Advisory: a failure only leaves the pages resident.
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 StatusOr<std::string> read_file_to_string(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return not_found(path + ": cannot open: " + std::strerror(errno));

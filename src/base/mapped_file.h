@@ -26,6 +26,12 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size_bytes() const { return size_bytes_; }
   const std::string& path() const { return path_; }
+  bool contains(const void* begin, size_t bytes) const;
+  // Drops this process's pages of [begin, begin + bytes) (whole pages inside
+  // the range only) once the bytes have been copied elsewhere; a later read
+  // faults them back in from the file, so the contents never change.
+  // Keeps RSS at one copy of weights that are fused at load.
+  void release_pages(const void* begin, size_t bytes) const;
 
  private:
   std::string path_;

@@ -119,6 +119,44 @@ TEST_P(QuantMatmulTest, BatchAndThreadInvariant) {
   }
 }
 
+// A weight fused from parts (QKV, gate/up) computes each part's columns as the
+// part alone does: exactly for decode rows; prefill GEMMs may block n
+// differently, so there only to float rounding.
+TEST_P(QuantMatmulTest, ConcatRowsMatchesParts) {
+  std::vector<DType> types(std::begin(kLowBitQuantTypes), std::end(kLowBitQuantTypes));
+  types.push_back(DType::kQ8_0);
+  for (DType t : types) {
+    const int64_t k = tensor::dtype_block_size(t) == 32 ? 896 : 768;
+    QuantWeight a = random_weight(t, 96, k, 11), b = random_weight(t, 64, k, 12);
+    ASSERT_TRUE(MatmulWeight::can_concat_rows({&a.view, &b.view}));
+    MatmulWeight fused = MatmulWeight::concat_rows({&a.view, &b.view});
+    ASSERT_EQ(fused.n(), 160);
+    MatmulWeight wa = MatmulWeight::prepare(a.view), wb = MatmulWeight::prepare(b.view);
+    for (int64_t m : {1, 9, 40}) {
+      SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " m=" + std::to_string(m));
+      std::vector<float> x = random_floats(m * k, 13);
+      std::vector<float> y(m * 160), ya(m * 96), yb(m * 64);
+      cpu::run_matmul(*table_, x.data(), m, fused, nullptr, y.data(), pool_);
+      cpu::run_matmul(*table_, x.data(), m, wa, nullptr, ya.data(), pool_);
+      cpu::run_matmul(*table_, x.data(), m, wb, nullptr, yb.data(), pool_);
+      std::vector<float> parts(m * 160);
+      for (int64_t i = 0; i < m; ++i) {
+        std::copy(ya.begin() + i * 96, ya.begin() + (i + 1) * 96, parts.begin() + i * 160);
+        std::copy(yb.begin() + i * 64, yb.begin() + (i + 1) * 64, parts.begin() + i * 160 + 96);
+      }
+      if (m <= cpu::kDecodeMaxRows) {
+        ASSERT_EQ(y, parts);
+      } else {  // relative to Σ|x·w|, far inside the prefill bound (3.3e-4)
+        EXPECT_LT(normalized_error(x.data(), m, fused.view(), nullptr, y.data(), parts.data()),
+                  2e-5);
+      }
+    }
+  }
+  QuantWeight q = random_weight(DType::kQ8_0, 32, 768, 14);
+  QuantWeight other = random_weight(DType::kQ4_K, 32, 768, 15);
+  EXPECT_FALSE(MatmulWeight::can_concat_rows({&q.view, &other.view}));
+}
+
 // Error of int8 activations against exact math with the stored weights,
 // relative to Σ|x·w| (the same bound as Q8_0's, BENCHMARKS.md).
 TEST_P(QuantMatmulTest, ActivationErrorBound) {

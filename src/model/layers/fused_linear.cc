@@ -42,6 +42,7 @@ StatusOr<FusedLinear> FusedLinear::load(const WeightSource& weights,
     out.weights_.push_back(ops::MatmulWeight::prepare(views[0]));
   } else if (ops::MatmulWeight::can_concat_rows(ptrs)) {
     out.weights_.push_back(ops::MatmulWeight::concat_rows(ptrs));
+    for (const tensor::TensorView& v : views) weights.release_pages(v);  // one resident copy
   } else {
     for (const tensor::TensorView& v : views) out.weights_.push_back(ops::MatmulWeight::prepare(v));
   }

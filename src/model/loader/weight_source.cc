@@ -57,4 +57,14 @@ Status WeightSource::add_file(std::shared_ptr<MappedFile> file,
   return Status();
 }
 
+void WeightSource::release_pages(const tensor::TensorView& view) const {
+  const size_t bytes = static_cast<size_t>(view.size_bytes());
+  for (const std::shared_ptr<MappedFile>& file : files_) {
+    if (file->contains(view.data, bytes)) {
+      file->release_pages(view.data, bytes);
+      return;
+    }
+  }
+}
+
 }  // namespace strata::model

@@ -39,6 +39,11 @@ class WeightSource {
   // Adds a mapped file (kept alive) and its tensors. Duplicate names are an error.
   Status add_file(std::shared_ptr<MappedFile> file, std::map<std::string, TensorEntry> tensors);
 
+  // Drops the resident pages of `view`'s bytes when they lie in one of the
+  // mapped files (MappedFile::release_pages); no-op otherwise. For weights
+  // whose bytes were copied at load (fused projections).
+  void release_pages(const tensor::TensorView& view) const;
+
   // The paths of the files added, comma-separated (for error messages).
   std::string file_list() const;
   size_t num_tensors() const { return tensors_.size(); }
