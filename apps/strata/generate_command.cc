@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "backend/cpu_backend.h"
 #include "base/cpu_features.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
@@ -107,9 +108,10 @@ int run_bench(const model::Model& model, const GenerateFlags& f, tensor::KvCache
                ops::cpu_backend_name(), pool.num_threads(), model.decode_weight_bytes() / 1e6,
                tensor::kv_cache_dtype_name(kv_dtype));
   for (int64_t rep = 0; rep < f.bench_repetitions; ++rep) {
+    backend::CpuBackend backend(pool);
     runner::BenchResult r =
         runner::bench(model, f.bench_prompt_tokens, f.bench_gen_tokens, f.bench_depth, kv_dtype,
-                      pool);
+                      backend);
     const std::string depth =
         f.bench_depth > 0 ? " @ d" + std::to_string(f.bench_depth) : std::string();
     std::printf("pp%lld %.2f tokens/s  tg%lld%s %.2f tokens/s  (decode %.1f GB/s of weights)\n",
@@ -186,7 +188,8 @@ int run_generate(const std::vector<std::string>& args) {
   if (!f.ignore_eos) options.stop_token_ids = codec->eos_token_ids();
   options.num_top_logprobs = f.json ? 5 : 0;
   options.keep_all_logits = !f.dump_logits.empty();
-  StatusOr<runner::GenerateResult> result = runner::generate(model, prompt, options, pool);
+  backend::CpuBackend backend(pool);
+  StatusOr<runner::GenerateResult> result = runner::generate(model, prompt, options, backend);
   if (!result.ok()) return fail(result.status());
   if (!f.dump_logits.empty()) {
     if (Status s = write_logits(f.dump_logits, *result, model.vocab_size()); !s.ok()) {

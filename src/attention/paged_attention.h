@@ -1,6 +1,6 @@
 // Attention over a paged KV cache for a flat batch of sequences.
 //
-// KV layout of one layer (the KV arena, see attention/kv_arena.h):
+// KV layout of one layer (the KV memory, see backend/kv_memory.h):
 //   k_cache, v_cache: [num_blocks, block_size] token rows of
 //   tensor::KvRowLayout{kv_dtype, num_kv_heads, head_dim} (for f32 that is
 //   [num_blocks, block_size, num_kv_heads, head_dim] floats)

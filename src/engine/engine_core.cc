@@ -75,7 +75,8 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(const model::Model& mod
     format.blocks_per_chunk = config.offload.blocks_per_chunk;
     STRATA_ASSIGN_OR_RETURN(core->connector_,
                             offload::OffloadingConnector::create(config.offload, format, core->kv_,
-                                                                 core->runner_.kv_arena()));
+                                                                 core->kv_memory_,
+                                                                 core->backend_));
     core->scheduler_.set_connector(core->connector_.get());
   }
   core->enable_kv_events();
@@ -155,7 +156,10 @@ EngineCore::EngineCore(const model::Model& model, const EngineConfig& config, in
       kv_(static_cast<int32_t>(num_blocks), static_cast<int32_t>(config.block_size),
           config.enable_prefix_caching),
       scheduler_(config.scheduler, kv_),
-      runner_(model, num_blocks, config.block_size, config.kv_cache_dtype, pool) {
+      backend_(std::make_shared<backend::CpuBackend>(pool)),
+      kv_memory_(model.make_kv_memory(*backend_, num_blocks, config.block_size,
+                                      config.kv_cache_dtype)),
+      runner_(model, kv_memory_, *backend_) {
   extra_keys_.model_fingerprint = engine::model_fingerprint(model);
   extra_keys_.kv_dtype = tensor::kv_cache_dtype_name(config.kv_cache_dtype);
 }

@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu_backend.h"
+#include "backend/kv_memory.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "kv/kv_cache_manager.h"
@@ -177,6 +179,10 @@ class EngineCore {
   EngineConfig config_;
   kv::KvCacheManager kv_;
   scheduler::Scheduler scheduler_;
+  // The KV pool's memory lives beside its accounting (kv_); the runner and
+  // the connector's transfer worker share it and the backend by handle.
+  std::shared_ptr<backend::Backend> backend_;
+  backend::KvMemoryHandle kv_memory_;
   runner::ModelRunner runner_;
   kv::ExtraKeys extra_keys_;
   kv::RequestKey next_key_ = 1;
@@ -197,7 +203,8 @@ class EngineCore {
   std::vector<int64_t> iteration_tokens_counts_;
   int64_t iteration_tokens_sum_ = 0;
   StepTimes step_times_;
-  // Declared last: destroyed first, while the pool and arena it copies still exist.
+  // Declared last: destroyed first, while the block accounting (kv_) it
+  // references still exists; the KV memory it copies is held by handle.
   std::unique_ptr<offload::OffloadingConnector> connector_;
 };
 

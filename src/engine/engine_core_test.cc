@@ -211,13 +211,15 @@ TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
   ASSERT_EQ(whole.size(), prompt.size() - 1);
   ASSERT_EQ(pieces.size(), prompt.size() - 1);
   // Reference: logits of every prompt position from one plain forward pass.
-  attention::KvArena kv = model_->make_kv_arena(1, 64, testing::kv_dtype_under_test());
+  ThreadPool pool(1);
+  backend::CpuBackend backend(pool);
+  backend::KvMemoryHandle kv =
+      model_->make_kv_memory(backend, 1, 64, testing::kv_dtype_under_test());
   const int64_t vocab = model_->vocab_size();
   std::vector<float> logits(prompt.size() * vocab);
-  ThreadPool pool(1);
-  model::Workspace workspace = model_->make_workspace();
+  model::Workspace workspace = model_->make_workspace(backend);
   model_->forward(model::ForwardBatch::single_sequence(prompt.data(), prompt.size(), 0, 64, true),
-                  kv, workspace, logits.data(), pool);
+                  *kv, workspace, logits.data(), backend);
   // Chunks of 5 tokens run the decode matmul kernel, the whole prompt the
   // prefill GEMM; with bf16 weights both round activations to bf16 but sum in
   // different orders (tests/golden/README.md bounds that at 2e-2 of the

@@ -17,8 +17,8 @@ StatusOr<std::unique_ptr<Model>> Model::load(ModelFiles files, const LoadProgres
 Status Model::prepare_weights(const LoadProgress& progress) {
   const ModelConfig& c = config_;
   const WeightSource& w = files_.weights;
-  STRATA_ASSIGN_OR_RETURN(embed_tokens_, Embedding::load(w, "model.embed_tokens.weight",
-                                                         c.vocab_size, c.hidden_size));
+  STRATA_ASSIGN_OR_RETURN(
+      embed_tokens_, Embedding::load(w, "model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   STRATA_ASSIGN_OR_RETURN(final_norm_,
                           RmsNorm::load(w, "model.norm.weight", c.hidden_size, c.rms_norm_eps));
   if (c.tie_word_embeddings && !w.has("lm_head.weight")) {
@@ -34,10 +34,10 @@ Status Model::prepare_weights(const LoadProgress& progress) {
     if (progress) progress(i + 1, c.num_hidden_layers);
   }
   rope_inv_freq_ = c.rope_inv_freq();
-  kv_scales_ = !layers_.empty() &&
-               std::all_of(layers_.begin(), layers_.end(), [](const DecoderLayer& l) {
-                 return l.attention().k_scale() > 0.0f && l.attention().v_scale() > 0.0f;
-               });
+  kv_scales_ =
+      !layers_.empty() && std::all_of(layers_.begin(), layers_.end(), [](const DecoderLayer& l) {
+        return l.attention().k_scale() > 0.0f && l.attention().v_scale() > 0.0f;
+      });
   return Status();
 }
 
@@ -59,25 +59,27 @@ tensor::KvRowLayout Model::kv_row_layout(tensor::KvCacheDtype dtype) const {
   return {dtype, config_.num_key_value_heads, config_.head_dim};
 }
 
-attention::KvArena Model::make_kv_arena(int64_t num_blocks, int64_t block_size,
-                                        tensor::KvCacheDtype dtype) const {
-  return attention::KvArena(config_.num_hidden_layers, num_blocks, block_size,
-                            kv_row_layout(dtype));
+backend::KvMemoryHandle Model::make_kv_memory(backend::Backend& backend, int64_t num_blocks,
+                                              int64_t block_size,
+                                              tensor::KvCacheDtype dtype) const {
+  return backend.allocate_kv_memory(config_.num_hidden_layers, num_blocks, block_size,
+                                    kv_row_layout(dtype));
 }
 
 int64_t Model::kv_bytes_per_block(int64_t block_size, tensor::KvCacheDtype dtype) const {
-  return attention::KvArena::bytes_per_block(config_.num_hidden_layers, block_size,
-                                             kv_row_layout(dtype));
+  return backend::KvMemory::bytes_per_block(config_.num_hidden_layers, block_size,
+                                            kv_row_layout(dtype));
 }
 
-Workspace Model::make_workspace(int64_t num_tokens, int64_t num_logits) const {
-  Workspace ws(config_);
+Workspace Model::make_workspace(backend::Backend& backend, int64_t num_tokens,
+                                int64_t num_logits) const {
+  Workspace ws(config_, backend);
   ws.reserve(num_tokens, num_logits);
   return ws;
 }
 
-ForwardBatch ForwardBatch::single_sequence(const int32_t* tokens, int64_t num_tokens,
-                                           int64_t start, int64_t block_size, bool all_logits) {
+ForwardBatch ForwardBatch::single_sequence(const int32_t* tokens, int64_t num_tokens, int64_t start,
+                                           int64_t block_size, bool all_logits) {
   ForwardBatch batch;
   batch.token_ids.assign(tokens, tokens + num_tokens);
   for (int64_t t = 0; t < num_tokens; ++t) {
@@ -88,7 +90,8 @@ ForwardBatch ForwardBatch::single_sequence(const int32_t* tokens, int64_t num_to
   batch.attn.query_start_loc = {0, static_cast<int32_t>(num_tokens)};
   batch.attn.seq_lens = {static_cast<int32_t>(end)};
   const int64_t num_blocks = (end + block_size - 1) / block_size;
-  for (int64_t b = 0; b < num_blocks; ++b) batch.attn.block_tables.push_back(static_cast<int32_t>(b));
+  for (int64_t b = 0; b < num_blocks; ++b)
+    batch.attn.block_tables.push_back(static_cast<int32_t>(b));
   batch.attn.max_blocks_per_seq = static_cast<int32_t>(num_blocks);
   for (int64_t t = all_logits ? 0 : num_tokens - 1; t < num_tokens; ++t) {
     batch.logits_indices.push_back(static_cast<int32_t>(t));
@@ -97,29 +100,29 @@ ForwardBatch ForwardBatch::single_sequence(const int32_t* tokens, int64_t num_to
 }
 
 void Model::compute_logits(const ForwardBatch& batch, Workspace& ws, float* logits,
-                           ThreadPool& pool) const {
+                           backend::Backend& backend) const {
   const int64_t hidden = config_.hidden_size;
   const int64_t num_out = static_cast<int64_t>(batch.logits_indices.size());
   for (int64_t i = 0; i < num_out; ++i) {
     const float* row = ws.residual() + int64_t{batch.logits_indices[i]} * hidden;
     std::copy(row, row + hidden, ws.final_rows() + i * hidden);
   }
-  final_norm_.apply(ws.final_rows(), num_out, ws.final_rows());
-  ops::matmul(ws.final_rows(), num_out, lm_head_, nullptr, logits, pool);
+  final_norm_.apply(backend, ws.final_rows(), num_out, ws.final_rows());
+  backend.matmul(ws.final_rows(), num_out, lm_head_, nullptr, logits);
 }
 
-void Model::forward(const ForwardBatch& batch, attention::KvArena& kv, Workspace& workspace,
-                    float* logits, ThreadPool& pool) const {
+void Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, Workspace& workspace,
+                    float* logits, backend::Backend& backend) const {
   const int64_t num_tokens = batch.num_tokens();
   STRATA_CHECK(num_tokens > 0);
   STRATA_CHECK(static_cast<int64_t>(batch.positions.size()) == num_tokens);
   STRATA_CHECK(batch.attn.num_tokens() == num_tokens);
   workspace.reserve(num_tokens, static_cast<int64_t>(batch.logits_indices.size()));
   embed_tokens_.lookup(batch.token_ids.data(), num_tokens, workspace.residual());
-  const ForwardContext ctx{batch, kv, workspace, pool, rope_inv_freq_.data(), kv_scales_};
+  const ForwardContext ctx{batch, backend, kv, workspace, rope_inv_freq_.data(), kv_scales_};
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) layers_[l].forward(ctx, l);
   // Only the rows that produce logits go through the final norm and lm_head.
-  compute_logits(batch, workspace, logits, pool);
+  compute_logits(batch, workspace, logits, backend);
 }
 
 }  // namespace strata::model

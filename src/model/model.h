@@ -10,16 +10,17 @@
 // are converted to f32 at load (they are tiny).
 //
 // Thread-safety: a Model is immutable after load; forward() may be called by
-// one thread at a time per KvArena and Workspace (it uses the given ThreadPool).
+// one thread at a time per KvMemory and Workspace (it runs on the given
+// backend's kernels).
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "base/status.h"
-#include "base/thread_pool.h"
-#include "attention/kv_arena.h"
 #include "model/arch/architecture.h"
 #include "model/layers/decoder_layer.h"
 #include "model/layers/embedding.h"
@@ -39,8 +40,7 @@ class Model {
 
   // Validates every tensor's presence and shape against the config and
   // prepares the weights. Errors name the file and the tensor.
-  static StatusOr<std::unique_ptr<Model>> load(ModelFiles files,
-                                               const LoadProgress& progress = {});
+  static StatusOr<std::unique_ptr<Model>> load(ModelFiles files, const LoadProgress& progress = {});
 
   const ModelConfig& config() const { return config_; }
   const ArchitectureSpec& architecture() const { return spec_; }
@@ -58,22 +58,25 @@ class Model {
 
   // One token's K (or V) row for this model in `dtype`.
   tensor::KvRowLayout kv_row_layout(tensor::KvCacheDtype dtype) const;
-  // A KV arena shaped for this model, storing `dtype` (f32 unless given).
-  attention::KvArena make_kv_arena(int64_t num_blocks, int64_t block_size,
-                                   tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32) const;
+  // The paged KV memory for this model on `backend`: num_blocks blocks of
+  // block_size token slots per layer, storing `dtype` (f32 unless given).
+  backend::KvMemoryHandle make_kv_memory(
+      backend::Backend& backend, int64_t num_blocks, int64_t block_size,
+      tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32) const;
   int64_t kv_bytes_per_block(int64_t block_size,
                              tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32) const;
 
   // Activations for this model's forward pass, reserved for `num_tokens`
   // tokens per step (they grow when a step needs more).
-  Workspace make_workspace(int64_t num_tokens = 1, int64_t num_logits = 1) const;
+  Workspace make_workspace(backend::Backend& backend, int64_t num_tokens = 1,
+                           int64_t num_logits = 1) const;
 
   // Runs every token of `batch`, writing its K/V into `kv` through the slot
   // mapping (in kv's dtype), and writes logits [num_logits, vocab] for
   // batch.logits_indices. `workspace` (from make_workspace) holds the
   // activations and grows as needed.
-  void forward(const ForwardBatch& batch, attention::KvArena& kv, Workspace& workspace,
-               float* logits, ThreadPool& pool) const;
+  void forward(const ForwardBatch& batch, backend::KvMemory& kv, Workspace& workspace,
+               float* logits, backend::Backend& backend) const;
 
  private:
   explicit Model(ModelFiles files)
@@ -81,12 +84,12 @@ class Model {
   Status prepare_weights(const LoadProgress& progress);
   // Final norm and lm_head over the rows of batch.logits_indices.
   void compute_logits(const ForwardBatch& batch, Workspace& workspace, float* logits,
-                      ThreadPool& pool) const;
+                      backend::Backend& backend) const;
 
   ModelFiles files_;
   ModelConfig config_;
   const ArchitectureSpec& spec_;
-  Embedding embed_tokens_;            // [vocab, hidden], stored dtype
+  Embedding embed_tokens_;  // [vocab, hidden], stored dtype
   std::vector<DecoderLayer> layers_;
   RmsNorm final_norm_;                // [hidden]
   ops::MatmulWeight lm_head_;         // [vocab, hidden] (the embedding when tied)

@@ -37,9 +37,10 @@ Status validate_prompt(const model::Model& model, const std::vector<int32_t>& pr
 // tools exercise the same block-table reads serving does.
 constexpr int64_t kBlockSize = 16;
 
-attention::KvArena sequence_kv(const model::Model& model, int64_t num_positions,
-                               tensor::KvCacheDtype dtype) {
-  return model.make_kv_arena((num_positions + kBlockSize - 1) / kBlockSize, kBlockSize, dtype);
+backend::KvMemoryHandle sequence_kv(const model::Model& model, backend::Backend& backend,
+                                    int64_t num_positions, tensor::KvCacheDtype dtype) {
+  return model.make_kv_memory(backend, (num_positions + kBlockSize - 1) / kBlockSize, kBlockSize,
+                              dtype);
 }
 
 model::ForwardBatch sequence_batch(const int32_t* tokens, int64_t num_tokens, int64_t start,
@@ -50,22 +51,23 @@ model::ForwardBatch sequence_batch(const int32_t* tokens, int64_t num_tokens, in
 }  // namespace
 
 StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<int32_t>& prompt,
-                                  const GenerateOptions& options, ThreadPool& pool) {
+                                  const GenerateOptions& options, backend::Backend& backend) {
   STRATA_RETURN_IF_ERROR(validate_prompt(model, prompt, options.max_tokens));
   const int64_t vocab = model.vocab_size();
   const int64_t num_prompt = static_cast<int64_t>(prompt.size());
-  attention::KvArena kv = sequence_kv(model, num_prompt + options.max_tokens, options.kv_dtype);
+  backend::KvMemoryHandle kv =
+      sequence_kv(model, backend, num_prompt + options.max_tokens, options.kv_dtype);
   int64_t num_computed = 0;
   sampling::Sampler sampler(options.sampling);
   GenerateResult result;
 
   // Prefill: logits of every prompt position only when the caller wants them.
   const int64_t prefill_rows = options.keep_all_logits ? num_prompt : 1;
-  model::Workspace workspace = model.make_workspace(num_prompt, prefill_rows);
+  model::Workspace workspace = model.make_workspace(backend, num_prompt, prefill_rows);
   std::vector<float> logits(prefill_rows * vocab);
   auto start = std::chrono::steady_clock::now();
-  model.forward(sequence_batch(prompt.data(), num_prompt, 0, options.keep_all_logits), kv,
-                workspace, logits.data(), pool);
+  model.forward(sequence_batch(prompt.data(), num_prompt, 0, options.keep_all_logits), *kv,
+                workspace, logits.data(), backend);
   num_computed = num_prompt;
   result.prefill_seconds = seconds_since(start);
   if (options.keep_all_logits) result.logits = logits;
@@ -85,7 +87,7 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
     }
     if (step + 1 == options.max_tokens) break;
     logits.resize(vocab);
-    model.forward(sequence_batch(&token, 1, num_computed), kv, workspace, logits.data(), pool);
+    model.forward(sequence_batch(&token, 1, num_computed), *kv, workspace, logits.data(), backend);
     ++num_computed;
     next = logits.data();
     if (options.keep_all_logits) result.logits.insert(result.logits.end(), next, next + vocab);
@@ -96,38 +98,39 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
 }
 
 BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t num_gen_tokens,
-                  int64_t depth, tensor::KvCacheDtype kv_dtype, ThreadPool& pool) {
+                  int64_t depth, tensor::KvCacheDtype kv_dtype, backend::Backend& backend) {
   const int64_t vocab = model.vocab_size();
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> prompt(num_prompt_tokens);
   for (int32_t& t : prompt) t = pick(rng);
-  attention::KvArena kv = sequence_kv(model, num_prompt_tokens, kv_dtype);
-  model::Workspace workspace = model.make_workspace(num_prompt_tokens, 1);
+  backend::KvMemoryHandle kv = sequence_kv(model, backend, num_prompt_tokens, kv_dtype);
+  model::Workspace workspace = model.make_workspace(backend, num_prompt_tokens, 1);
   std::vector<float> logits(vocab);
   BenchResult result;
 
   auto start = std::chrono::steady_clock::now();
-  model.forward(sequence_batch(prompt.data(), num_prompt_tokens, 0), kv, workspace, logits.data(),
-                pool);
+  model.forward(sequence_batch(prompt.data(), num_prompt_tokens, 0), *kv, workspace, logits.data(),
+                backend);
   result.prefill_tokens_per_s = num_prompt_tokens / seconds_since(start);
 
   // Like llama-bench's tg test, decoding starts from an empty context, or
   // (llama-bench -d) after `depth` context tokens, prefilled untimed.
-  attention::KvArena decode_kv = sequence_kv(model, depth + num_gen_tokens, kv_dtype);
+  backend::KvMemoryHandle decode_kv = sequence_kv(model, backend, depth + num_gen_tokens, kv_dtype);
   if (depth > 0) {
     std::vector<int32_t> context(depth);
     for (int32_t& t : context) t = pick(rng);
     for (int64_t done = 0; done < depth; done += 512) {
       const int64_t n = std::min<int64_t>(512, depth - done);
-      model.forward(sequence_batch(context.data() + done, n, done), decode_kv, workspace,
-                    logits.data(), pool);
+      model.forward(sequence_batch(context.data() + done, n, done), *decode_kv, workspace,
+                    logits.data(), backend);
     }
   }
   int32_t token = prompt[0];
   start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < num_gen_tokens; ++i) {
-    model.forward(sequence_batch(&token, 1, depth + i), decode_kv, workspace, logits.data(), pool);
+    model.forward(sequence_batch(&token, 1, depth + i), *decode_kv, workspace, logits.data(),
+                  backend);
     token = sampling::argmax(logits.data(), vocab);
   }
   result.decode_tokens_per_s = num_gen_tokens / seconds_since(start);

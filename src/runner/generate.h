@@ -4,7 +4,7 @@
 // 16-token blocks (serving's default block size) addressed through a block
 // table, so the tools and serving exercise one forward pass.
 //
-// Called from one thread; the forward pass uses the given ThreadPool.
+// Called from one thread; the forward pass runs on the given backend.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "base/thread_pool.h"
+#include "backend/backend.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 
@@ -43,7 +43,7 @@ struct GenerateResult {
 // Errors: empty prompt, a token id outside the vocabulary, or prompt +
 // max_tokens beyond the model's max_position_embeddings.
 StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<int32_t>& prompt,
-                                  const GenerateOptions& options, ThreadPool& pool);
+                                  const GenerateOptions& options, backend::Backend& backend);
 
 // llama-bench style throughput: pp = prefill of `num_prompt_tokens` random
 // tokens in one pass; tg = `num_gen_tokens` single-token decode steps from an
@@ -54,6 +54,6 @@ struct BenchResult {
   double decode_tokens_per_s = 0.0;
 };
 BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t num_gen_tokens,
-                  int64_t depth, tensor::KvCacheDtype kv_dtype, ThreadPool& pool);
+                  int64_t depth, tensor::KvCacheDtype kv_dtype, backend::Backend& backend);
 
 }  // namespace strata::runner

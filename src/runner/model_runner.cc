@@ -1,17 +1,18 @@
 #include "runner/model_runner.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/check.h"
 
 namespace strata::runner {
 
-ModelRunner::ModelRunner(const model::Model& model, int64_t num_blocks, int64_t block_size,
-                         tensor::KvCacheDtype kv_dtype, ThreadPool& pool)
+ModelRunner::ModelRunner(const model::Model& model, backend::KvMemoryHandle kv_memory,
+                         backend::Backend& backend)
     : model_(model),
-      arena_(model.make_kv_arena(num_blocks, block_size, kv_dtype)),
-      workspace_(model.make_workspace()),
-      pool_(pool) {}
+      kv_memory_(std::move(kv_memory)),
+      backend_(backend),
+      workspace_(model.make_workspace(backend)) {}
 
 void ModelRunner::add_request(kv::RequestKey key, const sampling::SamplingParams& params,
                               int num_top_logprobs, int num_prompt_logprobs,
@@ -30,7 +31,7 @@ model::ForwardBatch ModelRunner::build_batch(const scheduler::SchedulerOutput& o
                                              std::vector<LogitsRow>& rows) const {
   model::ForwardBatch batch;
   attention::AttentionMetadata& md = batch.attn;
-  const int64_t block_size = arena_.block_size();
+  const int64_t block_size = kv_memory_->block_size();
   size_t max_blocks = 1;
   for (const auto& s : output.scheduled) {
     max_blocks = std::max(max_blocks, kv.block_ids(s.request->key()).size());
@@ -114,7 +115,7 @@ StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
   model::ForwardBatch batch = build_batch(output, kv, rows);
   const int64_t vocab = model_.vocab_size();
   std::vector<float> logits(batch.logits_indices.size() * vocab);
-  model_.forward(batch, arena_, workspace_, logits.data(), pool_);
+  model_.forward(batch, *kv_memory_, workspace_, logits.data(), backend_);
   num_forward_tokens_ += static_cast<int64_t>(batch.token_ids.size());
 
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -125,8 +126,7 @@ StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
     if (rows[r].samples) {
       sample_row(s, it->second, l, result.sampled[rows[r].entry]);
     } else {
-      prompt_logprob_row(s, it->second, rows[r].position, l,
-                         result.prompt_logprobs[rows[r].entry]);
+      prompt_logprob_row(s, it->second, rows[r].position, l, result.prompt_logprobs[rows[r].entry]);
     }
   }
   return result;

@@ -3,7 +3,10 @@
 // model once over all of it, and samples one token for every request whose
 // step reaches the end of its sequence.
 //
-// Owns the KV arena (the KV pool's memory) and each request's sampler, whose
+// Runs on a backend, over the KV pool's memory (a KvMemoryHandle shared with
+// the engine core, which allocates it next to the KV accounting, and with the
+// tiered cache's transfer side). Owns the forward pass's Workspace and each
+// request's sampler, whose
 // seeded RNG lives as long as the request, so a seed gives the same tokens
 // whatever the batch around it and across preemptions.
 // Engine thread only.
@@ -15,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "attention/kv_arena.h"
-#include "base/thread_pool.h"
+#include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "runner/token_constraints.h"
@@ -47,9 +50,10 @@ struct StepResult {
 
 class ModelRunner {
  public:
-  // The KV pool: num_blocks blocks of block_size tokens stored as kv_dtype.
-  ModelRunner(const model::Model& model, int64_t num_blocks, int64_t block_size,
-              tensor::KvCacheDtype kv_dtype, ThreadPool& pool);
+  // `kv_memory`: the KV pool (model.make_kv_memory), whose blocks the
+  // scheduler's block tables address. `backend` outlives the runner.
+  ModelRunner(const model::Model& model, backend::KvMemoryHandle kv_memory,
+              backend::Backend& backend);
 
   // Registers a request's sampling settings before it is first scheduled.
   // num_prompt_logprobs < 0 turns prompt logprobs off; k >= 0 reports each
@@ -66,8 +70,6 @@ class ModelRunner {
   StepResult execute(const scheduler::SchedulerOutput& output, const kv::KvCacheManager& kv);
 
   int64_t num_forward_tokens() const { return num_forward_tokens_; }
-  // The KV pool's memory (the tiered KV cache copies blocks in and out).
-  attention::KvArena& kv_arena() { return arena_; }
 
  private:
   struct RequestState {
@@ -94,9 +96,9 @@ class ModelRunner {
                           std::vector<PromptLogprob>& out);
 
   const model::Model& model_;
-  attention::KvArena arena_;
+  backend::KvMemoryHandle kv_memory_;
+  backend::Backend& backend_;
   model::Workspace workspace_;  // the forward pass's activations, reused every step
-  ThreadPool& pool_;
   std::unordered_map<kv::RequestKey, RequestState> requests_;
   std::vector<float> masked_logits_;  // scratch [vocab] for constrained rows
   int64_t num_forward_tokens_ = 0;

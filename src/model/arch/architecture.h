@@ -35,9 +35,9 @@ enum class FeedForwardKind {
 
 struct ArchitectureSpec {
   Architecture arch;
-  const char* hf_name;    // config.json "architectures"[0]
-  const char* model_type; // config.json "model_type" (used when "architectures" is absent)
-  const char* gguf_name;  // GGUF "general.architecture"; nullptr: not loaded from GGUF
+  const char* hf_name;             // config.json "architectures"[0]
+  const char* model_type;          // config.json "model_type" (used when "architectures" is absent)
+  const char* gguf_name;           // GGUF "general.architecture"; nullptr: not loaded from GGUF
   ops::RopeStyle gguf_rope_style;  // how the GGUF converter laid out q/k rows
 
   // transformers' defaults for fields a config.json may omit.
@@ -50,7 +50,7 @@ struct ArchitectureSpec {
   // added to the residual stream.
   bool qkv_bias;  // q/k/v projections carry biases (always, whatever the config says)
   bool attention_bias_means_o_proj;  // config attention_bias = true would bias o_proj too
-  bool qk_norm;   // per-head RMSNorm on q and k before rope
+  bool qk_norm;                      // per-head RMSNorm on q and k before rope
   SlidingWindowSource sliding_window;
   FeedForwardKind feed_forward;
 };

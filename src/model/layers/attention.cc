@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/paged_attention.h"
-
 namespace strata::model {
 namespace {
 
@@ -68,12 +66,10 @@ StatusOr<AttentionLayer> AttentionLayer::load(const WeightSource& w, const std::
   STRATA_ASSIGN_OR_RETURN(a.k_scale_, load_kv_scale(w, p, "k"));
   STRATA_ASSIGN_OR_RETURN(a.v_scale_, load_kv_scale(w, p, "v"));
   if (c.qk_norm) {
-    STRATA_ASSIGN_OR_RETURN(a.q_norm_,
-                            RmsNorm::load(w, p + "self_attn.q_norm.weight", c.head_dim,
-                                          c.rms_norm_eps));
-    STRATA_ASSIGN_OR_RETURN(a.k_norm_,
-                            RmsNorm::load(w, p + "self_attn.k_norm.weight", c.head_dim,
-                                          c.rms_norm_eps));
+    STRATA_ASSIGN_OR_RETURN(
+        a.q_norm_, RmsNorm::load(w, p + "self_attn.q_norm.weight", c.head_dim, c.rms_norm_eps));
+    STRATA_ASSIGN_OR_RETURN(
+        a.k_norm_, RmsNorm::load(w, p + "self_attn.k_norm.weight", c.head_dim, c.rms_norm_eps));
     a.has_qk_norm_ = true;
   }
   return a;
@@ -103,27 +99,25 @@ void AttentionLayer::forward(const ForwardContext& ctx, int64_t layer_idx, const
   const ForwardBatch& batch = ctx.batch;
   const int64_t num_tokens = batch.num_tokens();
   Workspace& ws = ctx.workspace;
-  qkv_.forward(in, num_tokens, qkv_bias_.empty() ? nullptr : qkv_bias_.data(), ws.qkv(),
-               ws.split_scratch(), ctx.pool);
+  qkv_.forward(ctx.backend, in, num_tokens, qkv_bias_.empty() ? nullptr : qkv_bias_.data(),
+               ws.qkv(), ws.split_scratch());
   float *q, *k, *v;
   split_qkv(ctx, &q, &k, &v);
   if (has_qk_norm_) {
-    q_norm_.apply(q, num_tokens * num_heads_, q);
-    k_norm_.apply(k, num_tokens * num_kv_heads_, k);
+    q_norm_.apply(ctx.backend, q, num_tokens * num_heads_, q);
+    k_norm_.apply(ctx.backend, k, num_tokens * num_kv_heads_, k);
   }
-  ops::rope(q, batch.positions.data(), num_tokens, num_heads_, head_dim_, ctx.rope_inv_freq,
-            rope_style_);
-  ops::rope(k, batch.positions.data(), num_tokens, num_kv_heads_, head_dim_, ctx.rope_inv_freq,
-            rope_style_);
+  ctx.backend.rope(q, batch.positions.data(), num_tokens, num_heads_, head_dim_, ctx.rope_inv_freq,
+                   rope_style_);
+  ctx.backend.rope(k, batch.positions.data(), num_tokens, num_kv_heads_, head_dim_,
+                   ctx.rope_inv_freq, rope_style_);
 
   // Every new K/V row of the step is in the cache before any attention reads.
   // Checkpoint scales apply only when every layer has them (the plain
   // dtypes ignore them).
-  attention::KvArena& kv = ctx.kv;
-  attention::reshape_and_cache(k, v, batch.attn, kv.layout(),
-                               ctx.use_kv_scales ? k_scale_ : 0.0f,
-                               ctx.use_kv_scales ? v_scale_ : 0.0f, kv.k(layer_idx),
-                               kv.v(layer_idx));
+  backend::KvMemory& kv = ctx.kv;
+  ctx.backend.reshape_and_cache(k, v, batch.attn, ctx.use_kv_scales ? k_scale_ : 0.0f,
+                                ctx.use_kv_scales ? v_scale_ : 0.0f, kv, layer_idx);
   const attention::PagedAttentionParams params{
       num_heads_,
       num_kv_heads_,
@@ -132,9 +126,8 @@ void AttentionLayer::forward(const ForwardContext& ctx, int64_t layer_idx, const
       static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_))),
       sliding_window_,
       kv.layout().dtype};
-  attention::paged_attention(q, kv.k(layer_idx), kv.v(layer_idx), batch.attn, params, ws.attn(),
-                             ctx.pool);
-  ops::matmul(ws.attn(), num_tokens, o_proj_, nullptr, out, ctx.pool);
+  ctx.backend.paged_attention(q, kv, layer_idx, batch.attn, params, ws.attn());
+  ctx.backend.matmul(ws.attn(), num_tokens, o_proj_, nullptr, out);
 }
 
 }  // namespace strata::model

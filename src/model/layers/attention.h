@@ -42,11 +42,11 @@ class AttentionLayer {
 
   int64_t num_heads_ = 0, num_kv_heads_ = 0, head_dim_ = 0, sliding_window_ = 0;
   ops::RopeStyle rope_style_ = ops::RopeStyle::kNeox;
-  FusedLinear qkv_;                // [q_dim + 2 kv_dim, hidden]
-  std::vector<float> qkv_bias_;    // [q_dim + 2 kv_dim] or empty
-  RmsNorm q_norm_, k_norm_;        // [head_dim]; unused unless has_qk_norm_
+  FusedLinear qkv_;              // [q_dim + 2 kv_dim, hidden]
+  std::vector<float> qkv_bias_;  // [q_dim + 2 kv_dim] or empty
+  RmsNorm q_norm_, k_norm_;      // [head_dim]; unused unless has_qk_norm_
   bool has_qk_norm_ = false;
-  ops::MatmulWeight o_proj_;       // [hidden, q_dim]
+  ops::MatmulWeight o_proj_;  // [hidden, q_dim]
   float k_scale_ = 0.0f, v_scale_ = 0.0f;
 };
 

@@ -2,8 +2,6 @@
 
 #include <string>
 
-#include "ops/ops.h"
-
 namespace strata::model {
 
 StatusOr<DecoderLayer> DecoderLayer::load(const WeightSource& w, const ArchitectureSpec& spec,
@@ -12,14 +10,13 @@ StatusOr<DecoderLayer> DecoderLayer::load(const WeightSource& w, const Architect
   const std::string p = "model.layers." + std::to_string(layer_idx) + ".";
   STRATA_ASSIGN_OR_RETURN(layer.input_norm_, RmsNorm::load(w, p + "input_layernorm.weight",
                                                            c.hidden_size, c.rms_norm_eps));
-  STRATA_ASSIGN_OR_RETURN(layer.post_attention_norm_,
-                          RmsNorm::load(w, p + "post_attention_layernorm.weight", c.hidden_size,
-                                        c.rms_norm_eps));
+  STRATA_ASSIGN_OR_RETURN(
+      layer.post_attention_norm_,
+      RmsNorm::load(w, p + "post_attention_layernorm.weight", c.hidden_size, c.rms_norm_eps));
   STRATA_ASSIGN_OR_RETURN(layer.attention_, AttentionLayer::load(w, p, c));
   switch (spec.feed_forward) {
     case FeedForwardKind::kGatedMlp:
-      STRATA_ASSIGN_OR_RETURN(layer.mlp_,
-                              GatedMlp::load(w, p, c.hidden_size, c.intermediate_size));
+      STRATA_ASSIGN_OR_RETURN(layer.mlp_, GatedMlp::load(w, p, c.hidden_size, c.intermediate_size));
       break;
   }
   return layer;
@@ -28,12 +25,12 @@ StatusOr<DecoderLayer> DecoderLayer::load(const WeightSource& w, const Architect
 void DecoderLayer::forward(const ForwardContext& ctx, int64_t layer_idx) const {
   Workspace& ws = ctx.workspace;
   const int64_t n = ctx.batch.num_tokens() * input_norm_.dim();
-  input_norm_.apply(ws.residual(), ctx.batch.num_tokens(), ws.normed());
+  input_norm_.apply(ctx.backend, ws.residual(), ctx.batch.num_tokens(), ws.normed());
   attention_.forward(ctx, layer_idx, ws.normed(), ws.block_out());
-  ops::add_inplace(ws.residual(), ws.block_out(), n);
-  post_attention_norm_.apply(ws.residual(), ctx.batch.num_tokens(), ws.normed());
+  ctx.backend.add_inplace(ws.residual(), ws.block_out(), n);
+  post_attention_norm_.apply(ctx.backend, ws.residual(), ctx.batch.num_tokens(), ws.normed());
   mlp_.forward(ctx, ws.normed(), ws.block_out());
-  ops::add_inplace(ws.residual(), ws.block_out(), n);
+  ctx.backend.add_inplace(ws.residual(), ws.block_out(), n);
 }
 
 }  // namespace strata::model

@@ -1,5 +1,5 @@
 // What one forward pass runs over (the flat batch) and what every layer of it
-// borrows (KV memory, workspace, threads, rope tables).
+// borrows (the backend's kernels, KV memory, workspace, rope tables).
 //
 // ForwardBatch: tokens of many sequences laid end to end (see
 // attention/attention_metadata.h for slots and block tables).
@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "attention/attention_metadata.h"
-#include "attention/kv_arena.h"
-#include "base/thread_pool.h"
+#include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "model/layers/workspace.h"
 
 namespace strata::model {
 
 struct ForwardBatch {
-  std::vector<int32_t> token_ids;       // [num_tokens]
-  std::vector<int32_t> positions;       // [num_tokens]
+  std::vector<int32_t> token_ids;  // [num_tokens]
+  std::vector<int32_t> positions;  // [num_tokens]
   attention::AttentionMetadata attn;
   std::vector<int32_t> logits_indices;  // [num_logits] token rows that produce logits
 
@@ -34,9 +34,9 @@ struct ForwardBatch {
 
 struct ForwardContext {
   const ForwardBatch& batch;
-  attention::KvArena& kv;
+  backend::Backend& backend;
+  backend::KvMemory& kv;
   Workspace& workspace;
-  ThreadPool& pool;
   const float* rope_inv_freq;  // [head_dim / 2]
   bool use_kv_scales;          // checkpoint fp8 KV scales apply (every layer has them)
 };

@@ -25,8 +25,8 @@ StatusOr<ops::MatmulWeight> load_linear(const WeightSource& weights, const std::
   return ops::MatmulWeight::prepare(view);
 }
 
-StatusOr<FusedLinear> FusedLinear::load(const WeightSource& weights,
-                                        const std::vector<Part>& parts, int64_t in_features) {
+StatusOr<FusedLinear> FusedLinear::load(const WeightSource& weights, const std::vector<Part>& parts,
+                                        int64_t in_features) {
   FusedLinear out;
   std::vector<tensor::TensorView> views;
   for (const Part& part : parts) {
@@ -49,10 +49,10 @@ StatusOr<FusedLinear> FusedLinear::load(const WeightSource& weights,
   return out;
 }
 
-void FusedLinear::forward(const float* x, int64_t m, const float* bias, float* y, float* scratch,
-                          ThreadPool& pool) const {
+void FusedLinear::forward(backend::Backend& backend, const float* x, int64_t m, const float* bias,
+                          float* y, float* scratch) const {
   if (is_fused()) {
-    ops::matmul(x, m, weights_[0], bias, y, pool);
+    backend.matmul(x, m, weights_[0], bias, y);
     return;
   }
   int64_t offset = 0;
@@ -60,11 +60,11 @@ void FusedLinear::forward(const float* x, int64_t m, const float* bias, float* y
     const int64_t n = part_n_[i];
     const float* part_bias = bias == nullptr ? nullptr : bias + offset;
     if (m == 1) {  // one row: the part's columns are contiguous in y
-      ops::matmul(x, m, weights_[i], part_bias, y + offset, pool);
+      backend.matmul(x, m, weights_[i], part_bias, y + offset);
       offset += n;
       continue;
     }
-    ops::matmul(x, m, weights_[i], part_bias, scratch, pool);
+    backend.matmul(x, m, weights_[i], part_bias, scratch);
     for (int64_t r = 0; r < m; ++r) {
       std::copy(scratch + r * n, scratch + (r + 1) * n, y + r * n_ + offset);
     }

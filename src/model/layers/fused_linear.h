@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "base/status.h"
-#include "base/thread_pool.h"
 #include "model/loader/weight_source.h"
 #include "ops/ops.h"
 
@@ -32,8 +32,8 @@ class FusedLinear {
   // y[m, n()] = x[m, k] · [W_0; W_1; ...]ᵀ (+ bias[n()] when given): part i
   // fills columns [offset_i, offset_i + n_i). scratch: [m, widest part]
   // floats, used only when the parts are not fused.
-  void forward(const float* x, int64_t m, const float* bias, float* y, float* scratch,
-               ThreadPool& pool) const;
+  void forward(backend::Backend& backend, const float* x, int64_t m, const float* bias, float* y,
+               float* scratch) const;
 
   int64_t n() const { return n_; }
   bool is_fused() const { return weights_.size() == 1; }

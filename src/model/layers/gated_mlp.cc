@@ -6,11 +6,11 @@ StatusOr<GatedMlp> GatedMlp::load(const WeightSource& w, const std::string& p, i
                                   int64_t intermediate) {
   GatedMlp mlp;
   mlp.intermediate_ = intermediate;
-  STRATA_ASSIGN_OR_RETURN(mlp.gate_up_,
-                          FusedLinear::load(w,
-                                            {{p + "mlp.gate_proj.weight", intermediate},
-                                             {p + "mlp.up_proj.weight", intermediate}},
-                                            hidden));
+  STRATA_ASSIGN_OR_RETURN(
+      mlp.gate_up_,
+      FusedLinear::load(
+          w, {{p + "mlp.gate_proj.weight", intermediate}, {p + "mlp.up_proj.weight", intermediate}},
+          hidden));
   STRATA_ASSIGN_OR_RETURN(mlp.down_,
                           load_linear(w, p + "mlp.down_proj.weight", hidden, intermediate));
   return mlp;
@@ -20,12 +20,12 @@ void GatedMlp::forward(const ForwardContext& ctx, const float* in, float* out) c
   const int64_t num_tokens = ctx.batch.num_tokens();
   const int64_t inter = intermediate_;
   Workspace& ws = ctx.workspace;
-  gate_up_.forward(in, num_tokens, nullptr, ws.gate_up(), ws.split_scratch(), ctx.pool);
+  gate_up_.forward(ctx.backend, in, num_tokens, nullptr, ws.gate_up(), ws.split_scratch());
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float* row = ws.gate_up() + t * 2 * inter;
-    ops::silu_mul(row, row + inter, inter, ws.act() + t * inter);
+    ctx.backend.silu_mul(row, row + inter, inter, ws.act() + t * inter);
   }
-  ops::matmul(ws.act(), num_tokens, down_, nullptr, out, ctx.pool);
+  ctx.backend.matmul(ws.act(), num_tokens, down_, nullptr, out);
 }
 
 }  // namespace strata::model

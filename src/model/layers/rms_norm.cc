@@ -1,7 +1,5 @@
 #include "model/layers/rms_norm.h"
 
-#include "ops/ops.h"
-
 namespace strata::model {
 
 StatusOr<std::vector<float>> load_f32(const WeightSource& weights, const std::string& name,
@@ -20,8 +18,8 @@ StatusOr<RmsNorm> RmsNorm::load(const WeightSource& weights, const std::string& 
   return norm;
 }
 
-void RmsNorm::apply(const float* x, int64_t rows, float* y) const {
-  ops::rms_norm(x, weight_.data(), rows, dim(), eps_, y);
+void RmsNorm::apply(backend::Backend& backend, const float* x, int64_t rows, float* y) const {
+  backend.rms_norm(x, weight_.data(), rows, dim(), eps_, y);
 }
 
 }  // namespace strata::model

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "base/status.h"
 #include "model/loader/weight_source.h"
 
@@ -19,7 +20,7 @@ class RmsNorm {
                                 double eps);
 
   // y[r, :] = x[r, :] / rms(x[r, :]) * weight; x, y: [rows, dim] (y may alias x).
-  void apply(const float* x, int64_t rows, float* y) const;
+  void apply(backend::Backend& backend, const float* x, int64_t rows, float* y) const;
   int64_t dim() const { return static_cast<int64_t>(weight_.size()); }
 
  private:

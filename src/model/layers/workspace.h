@@ -2,6 +2,7 @@
 // step carries more tokens (or logits rows) than any before, so steady-state
 // serving allocates nothing per step (gemma.cpp's Activations). Owned by
 // whoever runs the forward pass (the runner; generate); layers borrow it.
+// Buffers come from the backend, so they live in its memory.
 //
 // Shapes below are for the reserved num_tokens T and num_logits L; a step
 // uses the first rows. Engine thread only (one forward pass at a time).
@@ -9,39 +10,42 @@
 
 #include <cstdint>
 
+#include "backend/backend.h"
 #include "model/model_config.h"
-#include "tensor/tensor_view.h"
 
 namespace strata::model {
 
 class Workspace {
  public:
-  explicit Workspace(const ModelConfig& config);
+  Workspace(const ModelConfig& config, backend::Backend& backend);
 
   // Makes room for a step of `num_tokens` tokens producing `num_logits`
   // rows of logits (never shrinks).
   void reserve(int64_t num_tokens, int64_t num_logits);
   int64_t capacity_tokens() const { return capacity_tokens_; }
 
-  float* residual() { return residual_.data(); }  // [T, hidden] the residual stream
-  float* normed() { return normed_.data(); }      // [T, hidden] a norm's output
-  float* block_out() { return block_out_.data(); }  // [T, hidden] a block's output
-  float* qkv() { return qkv_.data(); }            // [T, q_dim + 2 kv_dim] fused projection
-  float* q() { return q_.data(); }                // [T, num_heads, head_dim]
-  float* k() { return k_.data(); }                // [T, num_kv_heads, head_dim]
-  float* v() { return v_.data(); }                // [T, num_kv_heads, head_dim]
-  float* attn() { return attn_.data(); }          // [T, num_heads, head_dim]
-  float* gate_up() { return gate_up_.data(); }    // [T, 2 intermediate] fused projection
-  float* act() { return act_.data(); }            // [T, intermediate]
+  float* residual() { return residual_.as<float>(); }    // [T, hidden] the residual stream
+  float* normed() { return normed_.as<float>(); }        // [T, hidden] a norm's output
+  float* block_out() { return block_out_.as<float>(); }  // [T, hidden] a block's output
+  float* qkv() { return qkv_.as<float>(); }              // [T, q_dim + 2 kv_dim] fused projection
+  float* q() { return q_.as<float>(); }                  // [T, num_heads, head_dim]
+  float* k() { return k_.as<float>(); }                  // [T, num_kv_heads, head_dim]
+  float* v() { return v_.as<float>(); }                  // [T, num_kv_heads, head_dim]
+  float* attn() { return attn_.as<float>(); }            // [T, num_heads, head_dim]
+  float* gate_up() { return gate_up_.as<float>(); }      // [T, 2 intermediate] fused projection
+  float* act() { return act_.as<float>(); }              // [T, intermediate]
   // [T, widest part of an unfused projection] (see FusedLinear).
-  float* split_scratch() { return split_scratch_.data(); }
-  float* final_rows() { return final_rows_.data(); }  // [L, hidden]
+  float* split_scratch() { return split_scratch_.as<float>(); }
+  float* final_rows() { return final_rows_.as<float>(); }  // [L, hidden]
 
  private:
+  backend::DeviceBuffer floats(int64_t n) { return backend_->allocate(tensor::DType::kF32, n); }
+
+  backend::Backend* backend_;
   int64_t hidden_, q_dim_, kv_dim_, intermediate_;
   int64_t capacity_tokens_ = 0, capacity_logits_ = 0;
-  tensor::AlignedBuffer<float> residual_, normed_, block_out_, qkv_, q_, k_, v_, attn_,
-      gate_up_, act_, split_scratch_, final_rows_;
+  backend::DeviceBuffer residual_, normed_, block_out_, qkv_, q_, k_, v_, attn_, gate_up_, act_,
+      split_scratch_, final_rows_;
 };
 
 }  // namespace strata::model

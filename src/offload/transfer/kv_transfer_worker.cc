@@ -6,9 +6,14 @@
 
 namespace strata::offload {
 
-KvTransferWorker::KvTransferWorker(attention::KvArena& arena, const HostRegion& region,
-                                   const ChunkFormat& format)
-    : arena_(arena), region_(region), format_(format), thread_([this] { run(); }) {}
+KvTransferWorker::KvTransferWorker(backend::KvMemoryHandle kv,
+                                   std::shared_ptr<backend::Backend> backend,
+                                   const HostRegion& region, const ChunkFormat& format)
+    : kv_(std::move(kv)),
+      backend_(std::move(backend)),
+      region_(region),
+      format_(format),
+      thread_([this] { run(); }) {}
 
 KvTransferWorker::~KvTransferWorker() {
   {
@@ -19,36 +24,22 @@ KvTransferWorker::~KvTransferWorker() {
   thread_.join();
 }
 
-int64_t KvTransferWorker::copy_chunk(attention::KvArena& arena, const HostRegion& region,
-                                     const ChunkFormat& format, TransferDirection direction,
-                                     const ChunkCopy& copy) {
-  STRATA_CHECK(arena.row_bytes() == format.row_layout().row_bytes() &&
-               arena.block_size() == format.block_size)
+int64_t KvTransferWorker::copy_chunk(backend::Backend& backend, backend::KvMemory& kv,
+                                     const HostRegion& region, const ChunkFormat& format,
+                                     TransferDirection direction, const ChunkCopy& copy) {
+  STRATA_CHECK(kv.row_bytes() == format.row_layout().row_bytes() &&
+               kv.block_size() == format.block_size)
       << "the chunk format does not match the KV pool";
-  const int64_t block_bytes = arena.block_bytes();
-  // K or V of one layer: the pool's rows byte for byte (no conversion).
-  const int64_t section_bytes = format.tokens_per_chunk() * arena.row_bytes();
   STRATA_CHECK(copy.first_block_in_chunk + static_cast<int64_t>(copy.pool_block_ids.size()) ==
                format.blocks_per_chunk);
-  uint8_t* slot = region.slot(copy.slot);
-  int64_t bytes = 0;
-  for (int64_t layer = 0; layer < arena.num_layers(); ++layer) {
-    uint8_t* pools[2] = {arena.k(layer), arena.v(layer)};
-    for (int kv = 0; kv < 2; ++kv) {
-      uint8_t* section = slot + (layer * 2 + kv) * section_bytes;
-      for (size_t j = 0; j < copy.pool_block_ids.size(); ++j) {
-        uint8_t* host = section + (copy.first_block_in_chunk + static_cast<int64_t>(j)) * block_bytes;
-        uint8_t* pool = pools[kv] + int64_t{copy.pool_block_ids[j]} * block_bytes;
-        if (direction == TransferDirection::kPoolToHost) {
-          std::memcpy(host, pool, block_bytes);
-        } else {
-          std::memcpy(pool, host, block_bytes);
-        }
-        bytes += block_bytes;
-      }
-    }
-  }
-  return bytes;
+  // K or V of one layer: the pool's rows byte for byte (no conversion).
+  const backend::HostBlockRun run{region.slot(copy.slot),
+                                  format.tokens_per_chunk() * kv.row_bytes(),
+                                  copy.first_block_in_chunk, copy.pool_block_ids};
+  return backend.copy_blocks(kv, run,
+                             direction == TransferDirection::kPoolToHost
+                                 ? backend::CopyDirection::kPoolToHost
+                                 : backend::CopyDirection::kHostToPool);
 }
 
 void KvTransferWorker::submit(TransferJob job) {
@@ -73,7 +64,7 @@ void KvTransferWorker::run() {
     const auto start = std::chrono::steady_clock::now();
     TransferResult result{job.job_id, job.direction, 0, 0};
     for (const ChunkCopy& c : job.copies) {
-      result.bytes += copy_chunk(arena_, region_, format_, job.direction, c);
+      result.bytes += copy_chunk(*backend_, *kv_, region_, format_, job.direction, c);
     }
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,6 +1,8 @@
-// Moves chunk bytes between the KV pool (attention::KvArena) and host-tier
-// slots on a thread of its own: the CPU counterpart of a DMA engine with a
-// copy stream. Jobs have ids; completion is polled by the engine thread.
+// Moves chunk bytes between the KV pool (backend::KvMemory) and host-tier
+// slots on a thread of its own, through the backend's copy_blocks: the CPU
+// counterpart of a DMA engine with a copy stream. Jobs have ids; completion is
+// polled by the engine thread. The worker shares the KV memory and backend
+// handles with the runner, so it never outlives what it copies.
 //
 // Canonical slot layout (offload/tiers/chunk_format.h): per layer, K of the
 // chunk's tokens then V, each [tokens, kv_heads, head_dim]. KV-pool block
@@ -19,11 +21,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "attention/kv_arena.h"
+#include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "offload/tiers/chunk_format.h"
 #include "offload/tiers/secondary_tier.h"
 
@@ -55,7 +59,8 @@ struct TransferResult {
 
 class KvTransferWorker {
  public:
-  KvTransferWorker(attention::KvArena& arena, const HostRegion& region, const ChunkFormat& format);
+  KvTransferWorker(backend::KvMemoryHandle kv, std::shared_ptr<backend::Backend> backend,
+                   const HostRegion& region, const ChunkFormat& format);
   ~KvTransferWorker();
   KvTransferWorker(const KvTransferWorker&) = delete;
   KvTransferWorker& operator=(const KvTransferWorker&) = delete;
@@ -69,14 +74,15 @@ class KvTransferWorker {
   int64_t num_in_flight() const;
 
   // The copy itself, exposed for tests: one chunk between pool and slot.
-  static int64_t copy_chunk(attention::KvArena& arena, const HostRegion& region,
-                            const ChunkFormat& format, TransferDirection direction,
-                            const ChunkCopy& copy);
+  static int64_t copy_chunk(backend::Backend& backend, backend::KvMemory& kv,
+                            const HostRegion& region, const ChunkFormat& format,
+                            TransferDirection direction, const ChunkCopy& copy);
 
  private:
   void run();
 
-  attention::KvArena& arena_;
+  backend::KvMemoryHandle kv_;
+  std::shared_ptr<backend::Backend> backend_;
   HostRegion region_;
   ChunkFormat format_;
   mutable std::mutex mu_;

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "backend/cpu_backend.h"
 #include "tensor/kv_cache_dtype.h"
 
 namespace strata::offload {
@@ -21,11 +23,17 @@ float value(int64_t layer, int kv, int64_t block, int64_t pos, int64_t f) {
 constexpr int64_t kRow = kHeads * kHeadDim;
 const tensor::KvRowLayout kF32Rows{tensor::KvCacheDtype::kF32, kHeads, kHeadDim};
 
-float* k_floats(attention::KvArena& a, int64_t l) { return reinterpret_cast<float*>(a.k(l)); }
-float* v_floats(attention::KvArena& a, int64_t l) { return reinterpret_cast<float*>(a.v(l)); }
+std::shared_ptr<backend::Backend> cpu_backend() {
+  static ThreadPool pool(1);
+  static std::shared_ptr<backend::Backend> backend = std::make_shared<backend::CpuBackend>(pool);
+  return backend;
+}
+
+float* k_floats(backend::KvMemory& a, int64_t l) { return reinterpret_cast<float*>(a.k(l)); }
+float* v_floats(backend::KvMemory& a, int64_t l) { return reinterpret_cast<float*>(a.v(l)); }
 
 // Every row of every block, encoded in the arena's dtype.
-void fill(attention::KvArena& arena) {
+void fill(backend::KvMemory& arena) {
   const int64_t row_bytes = arena.row_bytes();
   std::vector<float> x(kRow);
   for (int64_t l = 0; l < kLayers; ++l) {
@@ -55,14 +63,17 @@ ChunkFormat format(tensor::KvCacheDtype dtype = tensor::KvCacheDtype::kF32) {
 }
 
 TEST(KvTransferWorker, SlotHoldsTheCanonicalLayout) {
-  attention::KvArena arena(kLayers, kBlocks, kBlockSize, kF32Rows);
+  backend::KvMemoryHandle pool_kv =
+      cpu_backend()->allocate_kv_memory(kLayers, kBlocks, kBlockSize, kF32Rows);
+  backend::KvMemory& arena = *pool_kv;
   fill(arena);
   const ChunkFormat fmt = format();
   std::vector<uint8_t> bytes(fmt.payload_bytes() * 2);
   HostRegion region{bytes.data(), 2, fmt.payload_bytes()};
   // Tokens 0..3 of the chunk in pool block 7, tokens 4..7 in block 2.
   ChunkCopy copy{1, 0, {7, 2}};
-  EXPECT_EQ(KvTransferWorker::copy_chunk(arena, region, fmt, TransferDirection::kPoolToHost, copy),
+  EXPECT_EQ(KvTransferWorker::copy_chunk(*cpu_backend(), arena, region, fmt,
+                                         TransferDirection::kPoolToHost, copy),
             fmt.payload_bytes());
   const float* slot = reinterpret_cast<const float*>(region.slot(1));
   const int64_t row = kRow, tokens = 8;
@@ -80,12 +91,14 @@ TEST(KvTransferWorker, SlotHoldsTheCanonicalLayout) {
 }
 
 TEST(KvTransferWorker, JobsRoundTripAndPartialChunkLoads) {
-  attention::KvArena arena(kLayers, kBlocks, kBlockSize, kF32Rows);
+  backend::KvMemoryHandle pool_kv =
+      cpu_backend()->allocate_kv_memory(kLayers, kBlocks, kBlockSize, kF32Rows);
+  backend::KvMemory& arena = *pool_kv;
   fill(arena);
   const ChunkFormat fmt = format();
   std::vector<uint8_t> bytes(fmt.payload_bytes());
   HostRegion region{bytes.data(), 1, fmt.payload_bytes()};
-  KvTransferWorker worker(arena, region, fmt);
+  KvTransferWorker worker(pool_kv, cpu_backend(), region, fmt);
   worker.submit({1, TransferDirection::kPoolToHost, {ChunkCopy{0, 0, {3, 4}}}});
   worker.drain();
   // Load only the chunk's second block (its first is "already in the pool") into block 9.
@@ -113,7 +126,9 @@ TEST(KvTransferWorker, CompactRowsMoveUnchanged) {
   for (tensor::KvCacheDtype dtype : {tensor::KvCacheDtype::kBF16, tensor::KvCacheDtype::kFp8E4M3}) {
     SCOPED_TRACE(tensor::kv_cache_dtype_name(dtype));
     const tensor::KvRowLayout layout{dtype, kHeads, kHeadDim};
-    attention::KvArena arena(kLayers, kBlocks, kBlockSize, layout);
+    backend::KvMemoryHandle pool_kv =
+        cpu_backend()->allocate_kv_memory(kLayers, kBlocks, kBlockSize, layout);
+    backend::KvMemory& arena = *pool_kv;
     fill(arena);
     const ChunkFormat fmt = format(dtype);
     const int64_t f32_bytes = format().payload_bytes();
@@ -122,7 +137,7 @@ TEST(KvTransferWorker, CompactRowsMoveUnchanged) {
                                        : f32_bytes / 4 + kLayers * 2 * 8 * kHeads * 4);
     std::vector<uint8_t> bytes(fmt.payload_bytes());
     HostRegion region{bytes.data(), 1, fmt.payload_bytes()};
-    KvTransferWorker::copy_chunk(arena, region, fmt, TransferDirection::kPoolToHost,
+    KvTransferWorker::copy_chunk(*cpu_backend(), arena, region, fmt, TransferDirection::kPoolToHost,
                                  ChunkCopy{0, 0, {6, 1}});
     const int64_t block_bytes = arena.block_bytes();
     for (int64_t l = 0; l < kLayers; ++l) {
@@ -130,11 +145,13 @@ TEST(KvTransferWorker, CompactRowsMoveUnchanged) {
       ASSERT_EQ(std::memcmp(k_section, arena.k(l) + 6 * block_bytes, block_bytes), 0);
       ASSERT_EQ(std::memcmp(k_section + block_bytes, arena.k(l) + 1 * block_bytes, block_bytes), 0);
     }
-    KvTransferWorker::copy_chunk(arena, region, fmt, TransferDirection::kHostToPool,
+    KvTransferWorker::copy_chunk(*cpu_backend(), arena, region, fmt, TransferDirection::kHostToPool,
                                  ChunkCopy{0, 0, {8, 9}});
     for (int64_t l = 0; l < kLayers; ++l) {
-      ASSERT_EQ(std::memcmp(arena.v(l) + 8 * block_bytes, arena.v(l) + 6 * block_bytes, block_bytes), 0);
-      ASSERT_EQ(std::memcmp(arena.v(l) + 9 * block_bytes, arena.v(l) + 1 * block_bytes, block_bytes), 0);
+      ASSERT_EQ(
+          std::memcmp(arena.v(l) + 8 * block_bytes, arena.v(l) + 6 * block_bytes, block_bytes), 0);
+      ASSERT_EQ(
+          std::memcmp(arena.v(l) + 9 * block_bytes, arena.v(l) + 1 * block_bytes, block_bytes), 0);
     }
   }
 }

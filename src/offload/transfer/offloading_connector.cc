@@ -39,7 +39,7 @@ StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& co
 
 StatusOr<std::unique_ptr<OffloadingConnector>> OffloadingConnector::create(
     const OffloadConfig& config, const ChunkFormat& format, kv::KvCacheManager& kv,
-    attention::KvArena& arena) {
+    backend::KvMemoryHandle kv_memory, std::shared_ptr<backend::Backend> backend) {
   const int64_t chunk_bytes = format.payload_bytes();
   const int64_t num_slots = config.cpu_bytes_to_use / chunk_bytes;
   if (num_slots < 1) {
@@ -52,7 +52,8 @@ StatusOr<std::unique_ptr<OffloadingConnector>> OffloadingConnector::create(
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<HostTier> host,
                           HostTier::create(num_slots, chunk_bytes, std::move(policy)));
   std::unique_ptr<OffloadingConnector> c(
-      new OffloadingConnector(config, format, kv, arena, std::move(host)));
+      new OffloadingConnector(config, format, kv, std::move(kv_memory), std::move(backend),
+                              std::move(host)));
   for (const SecondaryTierConfig& tier_config : config.secondary_tiers) {
     StatusOr<std::unique_ptr<SecondaryTier>> tier =
         make_tier(tier_config, format, c->host_->region());
@@ -68,13 +69,15 @@ StatusOr<std::unique_ptr<OffloadingConnector>> OffloadingConnector::create(
 }
 
 OffloadingConnector::OffloadingConnector(const OffloadConfig& config, const ChunkFormat& format,
-                                         kv::KvCacheManager& kv, attention::KvArena& arena,
+                                         kv::KvCacheManager& kv,
+                                         backend::KvMemoryHandle kv_memory,
+                                         std::shared_ptr<backend::Backend> backend,
                                          std::unique_ptr<HostTier> host)
     : config_(config),
       format_(format),
       kv_(kv),
       host_(std::move(host)),
-      worker_(arena, host_->region(), format) {
+      worker_(std::move(kv_memory), std::move(backend), host_->region(), format) {
   STRATA_CHECK(format_.block_size == kv.block_size());
 }
 

@@ -26,7 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "attention/kv_arena.h"
+#include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "base/status.h"
 #include "kv/kv_cache_manager.h"
 #include "offload/tiers/host_tier.h"
@@ -73,7 +74,8 @@ class OffloadingConnector : public scheduler::KvConnector {
   static StatusOr<std::unique_ptr<OffloadingConnector>> create(const OffloadConfig& config,
                                                                const ChunkFormat& format,
                                                                kv::KvCacheManager& kv,
-                                                               attention::KvArena& arena);
+                                                               backend::KvMemoryHandle kv_memory,
+                                                               std::shared_ptr<backend::Backend> backend);
   ~OffloadingConnector() override;
 
   // scheduler::KvConnector
@@ -132,7 +134,8 @@ class OffloadingConnector : public scheduler::KvConnector {
   enum class ChunkLookup { kHit, kMiss, kRetry };
 
   OffloadingConnector(const OffloadConfig& config, const ChunkFormat& format,
-                      kv::KvCacheManager& kv, attention::KvArena& arena,
+                      kv::KvCacheManager& kv, backend::KvMemoryHandle kv_memory,
+                      std::shared_ptr<backend::Backend> backend,
                       std::unique_ptr<HostTier> host);
   ChunkLookup lookup_chunk(const ChunkKey& key, const KeySet& protect,
                            const TierLookupContext& context);
