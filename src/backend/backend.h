@@ -68,6 +68,10 @@ class Backend {
   virtual void silu_mul(const float* gate, const float* up, int64_t n, float* out) = 0;
   // y[i] += x[i].
   virtual void add_inplace(float* y, const float* x, int64_t n) = 0;
+  // Mixture-of-experts routing (ops::moe_route): logits [num_tokens,
+  // num_experts] -> experts, weights [num_tokens, top_k], best first.
+  virtual void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts,
+                         int64_t top_k, bool renormalize, int32_t* experts, float* weights) = 0;
   // k, v: [num_tokens, num_kv_heads, head_dim] -> layer `layer` of `kv` at
   // md.slot_mapping, encoded in kv's dtype (fixed fp8 scales when > 0).
   virtual void reshape_and_cache(const float* k, const float* v,

@@ -76,6 +76,11 @@ void CpuBackend::silu_mul(const float* gate, const float* up, int64_t n, float* 
 
 void CpuBackend::add_inplace(float* y, const float* x, int64_t n) { ops::add_inplace(y, x, n); }
 
+void CpuBackend::moe_route(const float* logits, int64_t num_tokens, int64_t num_experts,
+                           int64_t top_k, bool renormalize, int32_t* experts, float* weights) {
+  ops::moe_route(logits, num_tokens, num_experts, top_k, renormalize, experts, weights);
+}
+
 void CpuBackend::reshape_and_cache(const float* k, const float* v,
                                    const attention::AttentionMetadata& md, float k_scale,
                                    float v_scale, KvMemory& kv, int64_t layer) {

@@ -31,6 +31,8 @@ class CpuBackend final : public Backend {
             int64_t head_dim, const float* inv_freq, ops::RopeStyle style) override;
   void silu_mul(const float* gate, const float* up, int64_t n, float* out) override;
   void add_inplace(float* y, const float* x, int64_t n) override;
+  void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts, int64_t top_k,
+                 bool renormalize, int32_t* experts, float* weights) override;
   void reshape_and_cache(const float* k, const float* v, const attention::AttentionMetadata& md,
                          float k_scale, float v_scale, KvMemory& kv, int64_t layer) override;
   void paged_attention(const float* q, const KvMemory& kv, int64_t layer,

@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/loader/json_fields.h"
@@ -114,11 +115,41 @@ Status parse_features(const JsonFields& f, const ArchInfo& a, const std::string&
   c->qk_norm = a.qk_norm;
   if (a.sliding_window == SlidingWindowSource::kFromConfig) {
     // Absent: transformers' default 4096; null: no window (Mistral v0.2+).
-    c->sliding_window = f.is_null("sliding_window") ? 0 : 4096;
+    c->sliding_window = f.is_null("sliding_window") ? 0 : a.default_sliding_window;
     STRATA_RETURN_IF_ERROR(f.optional_int("sliding_window", &c->sliding_window));
   } else if (use_sliding_window) {
     // Qwen applies the window only to layers >= max_window_layers.
     return unimplemented(path + ": use_sliding_window = true is not supported");
+  }
+  return Status();
+}
+
+// Mixture-of-experts fields (transformers' defaults for absent ones).
+Status parse_moe(const JsonFields& f, const ArchInfo& a, const std::string& path,
+                 ModelConfig* c) {
+  if (a.feed_forward != FeedForwardKind::kMixtureOfExperts) return Status();
+  MoeConfig& m = c->moe;
+  const MoeNames& names = a.moe;
+  STRATA_RETURN_IF_ERROR(f.required_int(names.num_experts_key, &m.num_experts));
+  STRATA_RETURN_IF_ERROR(f.required_int("num_experts_per_tok", &m.num_experts_per_tok));
+  STRATA_RETURN_IF_ERROR(f.required_int(names.expert_intermediate_key, &m.moe_intermediate_size));
+  STRATA_RETURN_IF_ERROR(f.optional_bool("norm_topk_prob", &m.norm_topk_prob));
+  STRATA_RETURN_IF_ERROR(f.optional_int("decoder_sparse_step", &m.decoder_sparse_step));
+  STRATA_RETURN_IF_ERROR(f.optional_token_ids("mlp_only_layers", &m.mlp_only_layers));
+  if (names.shared_expert) {
+    STRATA_RETURN_IF_ERROR(f.required_int("shared_expert_intermediate_size",
+                                          &m.shared_expert_intermediate_size));
+  }
+  if (m.num_experts < 1 || m.num_experts_per_tok < 1 || m.num_experts_per_tok > m.num_experts) {
+    return invalid_argument(path + ": num_experts_per_tok " +
+                            std::to_string(m.num_experts_per_tok) + " must be in [1, " +
+                            names.num_experts_key + " = " + std::to_string(m.num_experts) + "]");
+  }
+  if (m.moe_intermediate_size < 1 || m.decoder_sparse_step < 1 ||
+      m.shared_expert_intermediate_size < 0) {
+    return invalid_argument(path + ": " + names.expert_intermediate_key +
+                            ", decoder_sparse_step and shared_expert_intermediate_size must be " +
+                            "positive");
   }
   return Status();
 }
@@ -229,6 +260,7 @@ StatusOr<ModelConfig> parse_hf_config(const std::string& json_text, const std::s
   JsonFields fields(config, path);
   STRATA_RETURN_IF_ERROR(parse_shapes(fields, *arch, path, &c));
   STRATA_RETURN_IF_ERROR(parse_features(fields, *arch, path, &c));
+  STRATA_RETURN_IF_ERROR(parse_moe(fields, *arch, path, &c));
   STRATA_RETURN_IF_ERROR(parse_numerics(fields, *arch, path, &c));
   STRATA_RETURN_IF_ERROR(parse_rope(config, path, &c));
   STRATA_RETURN_IF_ERROR(validate_model_config(c, path));
@@ -254,6 +286,14 @@ StatusOr<GenerationConfig> parse_generation_config(const std::string& json_text,
                             "0 < top_p <= 1, top_k >= 0, repetition_penalty > 0)");
   }
   return g;
+}
+
+bool MoeConfig::is_sparse_layer(int64_t layer_idx) const {
+  if (!is_moe() || decoder_sparse_step <= 0 || (layer_idx + 1) % decoder_sparse_step != 0) {
+    return false;
+  }
+  return std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer_idx) ==
+         mlp_only_layers.end();
 }
 
 std::vector<float> ModelConfig::rope_inv_freq() const {

@@ -22,6 +22,21 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 8192;
 };
 
+// Mixture-of-experts settings (Qwen3-MoE, Qwen2-MoE, Mixtral); num_experts 0
+// means a dense model.
+struct MoeConfig {
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;     // top-k
+  int64_t moe_intermediate_size = 0;   // each routed expert's MLP width
+  bool norm_topk_prob = false;         // renormalise the top-k probabilities to sum 1
+  int64_t decoder_sparse_step = 1;     // layer i is sparse when (i + 1) % step == 0 ...
+  std::vector<int64_t> mlp_only_layers;  // ... and i is not listed here
+  int64_t shared_expert_intermediate_size = 0;  // 0 = no shared expert
+
+  bool is_moe() const { return num_experts > 0; }
+  bool is_sparse_layer(int64_t layer_idx) const;
+};
+
 struct ModelConfig {
   Architecture arch = Architecture::kLlama;
   int64_t vocab_size = 0;
@@ -45,6 +60,7 @@ struct ModelConfig {
   // Per-frequency divisors from a GGUF rope_freqs.weight tensor (llama.cpp's way
   // of storing llama3 scaling): inv_freq[i] /= rope_freq_factors[i]. Empty = none.
   std::vector<float> rope_freq_factors;  // [head_dim / 2] or empty
+  MoeConfig moe;
 
   // inv_freq[head_dim / 2] including llama3 scaling (and rope_freq_factors), as
   // transformers computes it: float32 throughout, pow within 1 ulp of torch.

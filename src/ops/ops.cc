@@ -109,6 +109,38 @@ void add_inplace(float* y, const float* x, int64_t n) {
   cpu::active_kernels().add_inplace(y, x, n);
 }
 
+void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts, int64_t top_k,
+               bool renormalize, int32_t* experts, float* weights) {
+  STRATA_CHECK(top_k > 0 && top_k <= num_experts) << "top_k " << top_k << " of " << num_experts;
+  std::vector<float> probs(static_cast<size_t>(num_experts));
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    std::copy(logits + t * num_experts, logits + (t + 1) * num_experts, probs.begin());
+    softmax(probs.data(), num_experts);
+    int32_t* ids = experts + t * top_k;
+    float* w = weights + t * top_k;
+    // Insertion into a best-first list of top_k: strictly greater moves up,
+    // so equal probabilities keep the lower id first.
+    int64_t filled = 0;
+    for (int64_t e = 0; e < num_experts; ++e) {
+      const float p = probs[e];
+      if (filled == top_k && !(p > w[top_k - 1])) continue;
+      int64_t pos = filled < top_k ? filled++ : top_k - 1;
+      while (pos > 0 && p > w[pos - 1]) {
+        w[pos] = w[pos - 1];
+        ids[pos] = ids[pos - 1];
+        --pos;
+      }
+      w[pos] = p;
+      ids[pos] = static_cast<int32_t>(e);
+    }
+    if (renormalize) {
+      float sum = 0.0f;
+      for (int64_t i = 0; i < top_k; ++i) sum += w[i];
+      for (int64_t i = 0; i < top_k; ++i) w[i] /= sum;
+    }
+  }
+}
+
 void attention(const float* q, const float* k, const float* v, const AttentionShape& shape,
                float* out, ThreadPool& pool) {
   cpu::run_attention(cpu::active_kernels(), q, k, v, shape, out, pool);

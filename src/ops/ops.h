@@ -104,6 +104,15 @@ void softmax(float* x, int64_t n);
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
 
+// Mixture-of-experts routing as Hugging Face's Qwen-MoE / Mixtral compute it:
+// per token, softmax of its router logits in f32, the top_k experts by that
+// probability (ties: the lower expert id first), and their probabilities,
+// renormalised to sum 1 when `renormalize`.
+// logits: [num_tokens, num_experts]; experts, weights: [num_tokens, top_k],
+// best first. top_k <= num_experts.
+void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts, int64_t top_k,
+               bool renormalize, int32_t* experts, float* weights);
+
 // Causal grouped-query attention for one sequence over a contiguous KV cache.
 // q:   [num_tokens, num_heads, head_dim]     (queries at positions start_pos + i)
 // k,v: [start_pos + num_tokens, num_kv_heads, head_dim]  (all cached positions)

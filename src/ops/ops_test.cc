@@ -397,3 +397,51 @@ TEST(DispatchTest, BackendNameMatchesCpu) {
 
 }  // namespace
 }  // namespace strata::ops
+
+namespace strata::ops {
+namespace {
+
+TEST(MoeRoute, MatchesReferenceOverExpertCountsAndTopK) {
+  for (int64_t experts : {2, 8, 60, 128}) {
+    for (int64_t k : {1, 2, 4, 8}) {
+      if (k > experts) continue;
+      for (bool renormalize : {false, true}) {
+        SCOPED_TRACE("E=" + std::to_string(experts) + " k=" + std::to_string(k));
+        const int64_t tokens = 7;
+        // Distinct logits a multiple of 1e-2 apart: no near-ties for the two
+        // softmax implementations to order differently.
+        std::vector<float> logits(tokens * experts);
+        std::vector<int> perm(experts);
+        for (int64_t t = 0; t < tokens; ++t) {
+          for (int64_t e = 0; e < experts; ++e) perm[e] = static_cast<int>(e);
+          std::shuffle(perm.begin(), perm.end(), std::mt19937(static_cast<uint32_t>(t + experts)));
+          for (int64_t e = 0; e < experts; ++e) logits[t * experts + e] = 0.01f * perm[e] - 0.3f;
+        }
+        std::vector<int32_t> ids(tokens * k), ref_ids(tokens * k);
+        std::vector<float> w(tokens * k), ref_w(tokens * k);
+        moe_route(logits.data(), tokens, experts, k, renormalize, ids.data(), w.data());
+        reference::moe_route(logits.data(), tokens, experts, k, renormalize, ref_ids.data(),
+                             ref_w.data());
+        EXPECT_EQ(ids, ref_ids);
+        for (int64_t i = 0; i < tokens * k; ++i) EXPECT_NEAR(w[i], ref_w[i], 1e-6f);
+        if (renormalize) {
+          float sum = 0;
+          for (int64_t i = 0; i < k; ++i) sum += w[i];
+          EXPECT_NEAR(sum, 1.0f, 1e-6f);
+        }
+      }
+    }
+  }
+}
+
+TEST(MoeRoute, TiesPickTheLowerExpertFirst) {
+  const std::vector<float> logits = {0.5f, 1.0f, 1.0f, 0.5f, 1.0f};
+  std::vector<int32_t> ids(3);
+  std::vector<float> w(3);
+  moe_route(logits.data(), 1, 5, 3, true, ids.data(), w.data());
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 2, 4}));
+  for (float x : w) EXPECT_NEAR(x, 1.0f / 3, 1e-6f);
+}
+
+}  // namespace
+}  // namespace strata::ops

@@ -119,6 +119,23 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
+void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts, int64_t top_k,
+               bool renormalize, int32_t* experts, float* weights) {
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    std::vector<float> p(logits + t * num_experts, logits + (t + 1) * num_experts);
+    softmax(p.data(), num_experts);
+    std::vector<int32_t> order(static_cast<size_t>(num_experts));
+    for (int64_t e = 0; e < num_experts; ++e) order[e] = static_cast<int32_t>(e);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[a] > p[b]; });
+    double sum = 0.0;
+    for (int64_t i = 0; i < top_k; ++i) sum += p[order[i]];
+    for (int64_t i = 0; i < top_k; ++i) {
+      experts[t * top_k + i] = order[i];
+      weights[t * top_k + i] = renormalize ? static_cast<float>(p[order[i]] / sum) : p[order[i]];
+    }
+  }
+}
+
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   float mx = *std::max_element(x, x + n);

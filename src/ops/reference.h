@@ -37,6 +37,9 @@ void rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_he
           int64_t head_dim, const float* inv_freq, RopeStyle style);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void softmax(float* x, int64_t n);
+// ops::moe_route by sorting every expert (stable, so ties keep the lower id).
+void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts, int64_t top_k,
+               bool renormalize, int32_t* experts, float* weights);
 void add_inplace(float* y, const float* x, int64_t n);
 void attention(const float* q, const float* k, const float* v, const AttentionShape& shape,
                float* out);

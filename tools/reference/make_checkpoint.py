@@ -2,7 +2,8 @@
 """Write tiny random-weight Hugging Face model directories for golden tests.
 
 Usage:
-  make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral --dtype f32|f16|bf16
+  make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral|qwen3-moe|qwen2-moe|mixtral
+                     --dtype f32|f16|bf16
                      --out DIR [--seed N] [--shards N]
                      [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small]
 
@@ -16,6 +17,17 @@ rounded to the requested dtype, so the f32, f16 and bf16 variants of one seed ar
 the same model up to storage rounding. Initialisation is chosen so next-token
 distributions are peaked (embedding std 1, lm_head scaled up): greedy paths then
 have clear top-1/top-2 margins (the golden test asserts the margin).
+
+Mixture-of-experts archs (qwen3-moe, qwen2-moe, mixtral; untied, like the published models)
+also get a planted, token-determined routing so that no top-k choice is near a tie (f32 vs
+f64 vs bf16 rounding cannot flip it): each MoE layer owns num_experts hidden dimensions
+("routing dims"); the embedding of token t holds a code there, graded values ROUTE_LEVELS
+on the k experts chosen for t and small noise (|.| <= ~1) on the others; the router row of
+expert e is ROUTER_GAIN on its routing dim plus small noise, attention / MLP / expert
+outputs write only 0.1x into routing dims, and the layer's post_attention_layernorm weight is
+close to 1 there. The router logits of a token are then dominated by its code, with a gap of
+~3 logits between the k-th and (k+1)-th expert (checked by --check-routing, default on).
+The planted bigram of the last layer lives in the primary (highest-code) expert of each token.
 """
 import argparse
 import json
@@ -41,7 +53,26 @@ TINY = {
     "qwen2": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=352, vocab=352),
     "qwen3": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=32, ffn=320, vocab=320),
     "mistral": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=320, vocab=320),
+    # MoE: experts / top_k / moe_ffn (each expert's intermediate size); qwen3-moe's layer 0 is
+    # dense (mlp_only_layers, intermediate_size ffn); qwen2-moe has a shared expert (shared_ffn)
+    # and top-4 without renormalisation; mixtral's intermediate_size is the expert size.
+    "qwen3-moe": dict(hidden=64, layers=3, heads=4, kv_heads=2, head_dim=32, ffn=320, vocab=320,
+                      experts=8, top_k=2, moe_ffn=48, mlp_only_layers=[0]),
+    "qwen2-moe": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=352, vocab=352,
+                      experts=8, top_k=4, moe_ffn=48, shared_ffn=96, mlp_only_layers=[]),
+    "mixtral": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=48, vocab=320,
+                    experts=8, top_k=2, moe_ffn=48, mlp_only_layers=[]),
 }
+MOE_ARCHS = ("qwen3-moe", "qwen2-moe", "mixtral")
+# Planted routing (see the module docstring): code values of a token's chosen experts, in
+# order (primary first), the router gain on the routing dim, the noise of unchosen codes.
+ROUTE_LEVELS = [5.0, 4.4, 3.8, 3.2]
+ROUTER_GAIN = 2.0
+ROUTE_NOISE = 0.3
+ROUTE_WRITE_SCALE = 0.1
+# The planted bigram of a MoE layer is scaled by the primary expert's routing weight (~0.5-0.7
+# with these levels), so its down projection gets this extra gain.
+MOE_PLANT_BOOST = float(os.environ.get("STRATA_MOE_PLANT_BOOST", "3.0"))
 # Token ids [NORMAL_LO, vocab - NORMAL_HI_PAD) are ordinary tokens: prompts are drawn from
 # them and the planted bigram map (below) stays inside them, so greedy never emits a
 # special token (no early EOS).
@@ -111,6 +142,36 @@ def hf_config(arch, s, dtype_name):
                  max_position_embeddings=4096, rms_norm_eps=1e-5, rope_theta=10000.0,
                  sliding_window=16, tie_word_embeddings=False, bos_token_id=1,
                  eos_token_id=2)
+    elif arch == "qwen3-moe":
+        c = dict(architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe",
+                 max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                 attention_bias=False, sliding_window=None, use_sliding_window=False,
+                 max_window_layers=s["layers"], tie_word_embeddings=False,
+                 bos_token_id=s["vocab"] - 8, eos_token_id=s["vocab"] - 6, rope_scaling=None,
+                 decoder_sparse_step=1, mlp_only_layers=s["mlp_only_layers"],
+                 moe_intermediate_size=s["moe_ffn"], num_experts=s["experts"],
+                 num_experts_per_tok=s["top_k"], norm_topk_prob=True,
+                 output_router_logits=False, router_aux_loss_coef=0.001)
+    elif arch == "qwen2-moe":
+        # Qwen2MoeAttention (transformers 4.46) requires head_dim * heads == hidden.
+        assert s["head_dim"] * s["heads"] == s["hidden"]
+        c = dict(architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe",
+                 max_position_embeddings=8192, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                 sliding_window=16, use_sliding_window=False, max_window_layers=s["layers"],
+                 tie_word_embeddings=False, bos_token_id=s["vocab"] - 8,
+                 eos_token_id=s["vocab"] - 8, rope_scaling=None,
+                 decoder_sparse_step=1, mlp_only_layers=s["mlp_only_layers"],
+                 moe_intermediate_size=s["moe_ffn"],
+                 shared_expert_intermediate_size=s["shared_ffn"], num_experts=s["experts"],
+                 num_experts_per_tok=s["top_k"], norm_topk_prob=False,
+                 output_router_logits=False, router_aux_loss_coef=0.001)
+    elif arch == "mixtral":
+        c = dict(architectures=["MixtralForCausalLM"], model_type="mixtral",
+                 max_position_embeddings=4096, rms_norm_eps=1e-5, rope_theta=1000000.0,
+                 sliding_window=None, tie_word_embeddings=False, bos_token_id=1,
+                 eos_token_id=2, num_local_experts=s["experts"],
+                 num_experts_per_tok=s["top_k"], output_router_logits=False,
+                 router_aux_loss_coef=0.02, router_jitter_noise=0.0)
     else:
         raise ValueError(arch)
     c.update(common)
@@ -134,17 +195,100 @@ def tensor_specs(arch, s):
         specs[p + "self_attn.k_proj.weight"] = ((nkv * D, H), "qk")
         specs[p + "self_attn.v_proj.weight"] = ((nkv * D, H), "proj")
         specs[p + "self_attn.o_proj.weight"] = ((H, nq * D), "proj")
-        specs[p + "mlp.gate_proj.weight"] = ((F, H), "proj")
-        specs[p + "mlp.up_proj.weight"] = ((F, H), "proj")
-        specs[p + "mlp.down_proj.weight"] = ((H, F), "proj")
-        if arch == "qwen2":
+        if i in moe_layers(arch, s):
+            E, Fe = s["experts"], s["moe_ffn"]
+            if arch == "mixtral":
+                specs[p + "block_sparse_moe.gate.weight"] = ((E, H), "router")
+                for e in range(E):
+                    q = p + f"block_sparse_moe.experts.{e}."
+                    specs[q + "w1.weight"] = ((Fe, H), "proj")
+                    specs[q + "w3.weight"] = ((Fe, H), "proj")
+                    specs[q + "w2.weight"] = ((H, Fe), "proj")
+            else:
+                specs[p + "mlp.gate.weight"] = ((E, H), "router")
+                for e in range(E):
+                    q = p + f"mlp.experts.{e}."
+                    specs[q + "gate_proj.weight"] = ((Fe, H), "proj")
+                    specs[q + "up_proj.weight"] = ((Fe, H), "proj")
+                    specs[q + "down_proj.weight"] = ((H, Fe), "proj")
+                if s.get("shared_ffn"):
+                    Fs = s["shared_ffn"]
+                    specs[p + "mlp.shared_expert.gate_proj.weight"] = ((Fs, H), "proj")
+                    specs[p + "mlp.shared_expert.up_proj.weight"] = ((Fs, H), "proj")
+                    specs[p + "mlp.shared_expert.down_proj.weight"] = ((H, Fs), "proj")
+                    specs[p + "mlp.shared_expert_gate.weight"] = ((1, H), "proj")
+        else:
+            specs[p + "mlp.gate_proj.weight"] = ((F, H), "proj")
+            specs[p + "mlp.up_proj.weight"] = ((F, H), "proj")
+            specs[p + "mlp.down_proj.weight"] = ((H, F), "proj")
+        if arch in ("qwen2", "qwen2-moe"):
             specs[p + "self_attn.q_proj.bias"] = ((nq * D,), "bias")
             specs[p + "self_attn.k_proj.bias"] = ((nkv * D,), "bias")
             specs[p + "self_attn.v_proj.bias"] = ((nkv * D,), "bias")
-        if arch == "qwen3":
+        if arch in ("qwen3", "qwen3-moe"):
             specs[p + "self_attn.q_norm.weight"] = ((D,), "norm")
             specs[p + "self_attn.k_norm.weight"] = ((D,), "norm")
     return specs
+
+
+def moe_layers(arch, s):
+    """Indices of the sparse-MoE layers, by transformers' rule (Qwen2/3-MoE decoder layer:
+    not in mlp_only_layers, num_experts > 0 and (layer + 1) % decoder_sparse_step == 0)."""
+    if arch not in MOE_ARCHS:
+        return []
+    return [i for i in range(s["layers"]) if i not in s.get("mlp_only_layers", [])]
+
+
+class RoutingPlan:
+    """The planted routing of a MoE checkpoint (module docstring): per MoE layer its routing
+    dims, each token's chosen experts (primary first) and, for ordinary tokens, the unit of
+    the primary expert that carries the token's planted bigram."""
+
+    def __init__(self, arch, s, seed):
+        H, V, E, k = s["hidden"], s["vocab"], s["experts"], s["top_k"]
+        self.layers = moe_layers(arch, s)
+        assert E * len(self.layers) <= H // 2, "not enough hidden dims for routing"
+        assert k <= len(ROUTE_LEVELS)
+        self.dims, self.chosen, self.unit = {}, {}, {}
+        lo, hi = NORMAL_LO, V - NORMAL_HI_PAD
+        for b, layer in enumerate(self.layers):
+            self.dims[layer] = list(range(H - E * (b + 1), H - E * b))
+            g = torch.Generator().manual_seed(seed * 104729 + 31 * layer + 7)
+            chosen = torch.zeros(V, k, dtype=torch.long)
+            unit = torch.full((V,), -1, dtype=torch.long)
+            order = (torch.randperm(hi - lo, generator=g) + lo).tolist()
+            primary = {}
+            for r, t in enumerate(order):  # balanced: each expert is primary of ~n/E tokens
+                primary[t] = r % E
+                unit[t] = r // E
+            for t in range(V):
+                first = primary.get(t, int(torch.randint(E, (1,), generator=g)))
+                rest = [e for e in torch.randperm(E, generator=g).tolist() if e != first]
+                chosen[t] = torch.tensor([first] + rest[:k - 1])
+            self.chosen[layer], self.unit[layer] = chosen, unit
+        self.all_dims = sorted(d for ds in self.dims.values() for d in ds)
+
+
+def embedding(shape, seed, plan):
+    """The embedding matrix (std 1); with a routing plan, routing dims hold the codes."""
+    e = _randn("model.embed_tokens.weight", shape, seed)
+    if plan is None:
+        return e
+    for layer, dims in plan.dims.items():
+        code = ROUTE_NOISE * _randn(f"route.{layer}", (shape[0], len(dims)), seed)
+        for j in range(plan.chosen[layer].shape[1]):
+            code[torch.arange(shape[0]), plan.chosen[layer][:, j]] = ROUTE_LEVELS[j]
+        e[:, dims] = code
+    return e
+
+
+def random_part(e, plan):
+    """The embedding without its routing dims (what the planted bigram and lm_head use)."""
+    if plan is None:
+        return e
+    e = e.clone()
+    e[:, plan.all_dims] = 0
+    return e
 
 
 def _randn(name, shape, seed):
@@ -160,7 +304,7 @@ def bigram_map(vocab, seed):
     return list(range(lo, hi)), perm.tolist()
 
 
-def make_tensor(name, shape, kind, seed, lm_scale, plant=None):
+def make_tensor(name, shape, kind, seed, lm_scale, plant=None, plan=None):
     """float32 values of one tensor.
 
     plant (tiny models): (vocab, hidden, last_layer). The last layer's MLP gets a planted
@@ -168,35 +312,70 @@ def make_tensor(name, shape, kind, seed, lm_scale, plant=None):
     fires on embedding(t_j) through gate/up and writes embedding(pi(t_j)) through down.
     Untied lm_heads are embedding-aligned (plus noise). Next-token distributions are then
     peaked at pi(current token) with large top-1/top-2 margins, while every weight still
-    contributes to the logits the golden tests compare."""
+    contributes to the logits the golden tests compare.
+
+    plan (MoE archs): the RoutingPlan. The embedding carries the routing codes, routers read
+    the routing dims, writes into the residual stream are 0.1x there, and the last layer's
+    bigram units sit in each token's primary expert (unit plan.unit[t] of expert
+    plan.chosen[t][0]); unit vectors and lm_head use the embedding without its routing dims."""
     x = _randn(name, shape, seed)
     if kind == "embed":
-        return x  # std 1
+        return embedding(shape, seed, plan)  # std 1 (+ routing codes)
     if kind == "norm":
-        return 1.0 + 0.25 * x
+        w = 1.0 + 0.25 * x
+        if plan is not None and name.endswith("post_attention_layernorm.weight"):
+            layer = int(name.split(".")[2])
+            if layer in plan.dims:  # close to 1 on the layer's routing dims
+                w[plan.dims[layer]] = 1.0 + 0.05 * x[plan.dims[layer]]
+        return w
     if kind == "bias":
         return 0.5 * x
     fan_in = shape[-1]
     if kind == "qk":
         return x * (1.5 / math.sqrt(fan_in))  # sharper attention than uniform
+    if kind == "router":  # [experts, hidden]
+        layer = int(name.split(".")[2])
+        w = 0.02 * x
+        w[torch.arange(shape[0]), plan.dims[layer]] += ROUTER_GAIN
+        return w
     if kind == "lm_head":
         if plant is None:
             return x * (lm_scale / math.sqrt(fan_in))
-        e = _randn("model.embed_tokens.weight", shape, seed)
-        return (e + 0.5 * x) * (lm_scale / math.sqrt(fan_in))
+        e = random_part(embedding(shape, seed, plan), plan)
+        w = (e + 0.5 * x) * (lm_scale / math.sqrt(fan_in))
+        if plan is not None:
+            w[:, plan.all_dims] *= ROUTE_WRITE_SCALE
+        return w
     if kind == "proj":
         w = x * (1.0 / math.sqrt(fan_in))
-        if plant is None or not name.startswith(f"model.layers.{plant[2]}.mlp."):
+        writes = name.endswith(("o_proj.weight", "down_proj.weight", ".w2.weight"))
+        if plan is not None and writes:  # [hidden, *]: small writes into routing dims
+            w[plan.all_dims] *= ROUTE_WRITE_SCALE
+        if plant is None or not name.startswith(f"model.layers.{plant[2]}."):
+            return w
+        parts = name.split(".")
+        if parts[3] not in ("mlp", "block_sparse_moe") or "shared_expert" in name \
+                or name.endswith("shared_expert_gate.weight"):
             return w
         vocab, hidden = plant[0], plant[1]
-        e = _randn("model.embed_tokens.weight", (vocab, hidden), seed)
+        e = random_part(embedding((vocab, hidden), seed, plan), plan)
         unit = e / e.norm(dim=1, keepdim=True)
         src, dst = bigram_map(vocab, seed)
+        src, dst = torch.tensor(src), torch.tensor(dst)
+        gain = PLANT_GAIN
+        if parts[4] == "experts":  # MoE: only the tokens whose primary expert this is
+            layer, expert = int(parts[2]), int(parts[5])
+            mine = plan.chosen[layer][src, 0] == expert
+            rows = plan.unit[layer][src[mine]]
+            src, dst = src[mine], dst[mine]
+            gain = PLANT_GAIN * MOE_PLANT_BOOST
+        else:
+            rows = torch.arange(len(src))
         w = 0.3 * w
-        if name.endswith("down_proj.weight"):  # [hidden, ffn]
-            w[:, :len(src)] += PLANT_GAIN * unit[dst].T
+        if name.endswith(("down_proj.weight", ".w2.weight")):  # [hidden, ffn]
+            w[:, rows] += gain * unit[dst].T
         else:  # gate/up [ffn, hidden]
-            w[:len(src), :] += unit[src]
+            w[rows, :] += unit[src]
         return w
     raise ValueError(kind)
 
@@ -350,12 +529,16 @@ def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
     specs = tensor_specs(arch, s)
 
     plant = None
+    plan = RoutingPlan(arch, s, seed) if arch in MOE_ARCHS else None
     if shape == "tiny" or shape in QUANT_SHAPES:
-        assert s["ffn"] >= s["vocab"] - NORMAL_LO - NORMAL_HI_PAD
+        if plan is not None and s["layers"] - 1 in plan.layers:
+            assert s["moe_ffn"] > int(plan.unit[s["layers"] - 1].max())
+        else:
+            assert s["ffn"] >= s["vocab"] - NORMAL_LO - NORMAL_HI_PAD
         plant = (s["vocab"], s["hidden"], s["layers"] - 1)
 
     def producer(name, shp, kind):
-        return lambda: make_tensor(name, shp, kind, seed, lm_scale, plant).to(tdtype)
+        return lambda: make_tensor(name, shp, kind, seed, lm_scale, plant, plan).to(tdtype)
 
     tensors = {n: (st_name, shp, producer(n, shp, kind)) for n, (shp, kind) in specs.items()}
     elem = {"F32": 4, "F16": 2, "BF16": 2}[st_name]
@@ -376,7 +559,7 @@ def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
             json.dump({"metadata": {"total_size": sum(sizes.values())},
                        "weight_map": dict(sorted(weight_map.items()))}, f, indent=2)
 
-    if arch in ("qwen2", "qwen3"):
+    if arch in ("qwen2", "qwen3", "qwen2-moe", "qwen3-moe"):
         tok, tok_cfg = qwen_tokenizer(min(s["vocab"], 4096))
         eos = [s["vocab"] - 6, s["vocab"] - 8]
         gen = {"bos_token_id": s["vocab"] - 8, "eos_token_id": eos, "do_sample": True,
@@ -400,6 +583,25 @@ def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
             f.write("\n")
 
 
+MIN_ROUTE_GAP = 1.0  # logits between the k-th and (k+1)-th expert, on every token
+
+
+def check_routing(out, seed):
+    """Every token id once (shuffled, seeded) through the reference: the k-th/(k+1)-th router
+    logit gap must be >= MIN_ROUTE_GAP at every MoE layer and position, so no f32/bf16
+    rounding can flip a top-k choice. Returns the smallest (abs gap, relative gap)."""
+    import reference as R
+    m = R.load_model(out).to(torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randperm(m.vocab, generator=g).tolist()
+    worst = (math.inf, math.inf)
+    for layer, gap, rel in R.route_margins(m, ids):
+        worst = (min(worst[0], float(gap.min())), min(worst[1], float(rel.min())))
+    if worst[0] < MIN_ROUTE_GAP:
+        raise SystemExit(f"{out}: router top-k gap {worst[0]:.3f} < {MIN_ROUTE_GAP}")
+    return worst
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", required=True, choices=sorted(TINY))
@@ -411,10 +613,16 @@ def main():
                     choices=["tiny"] + sorted(QUANT_SHAPES) + sorted(SHAPES))
     ap.add_argument("--lm-scale", type=float, default=6.0,
                     help="std of lm_head logits (untied models); tied models use the embedding")
+    ap.add_argument("--no-check-routing", action="store_true",
+                    help="MoE archs: skip the router top-k gap check (check_routing)")
     a = ap.parse_args()
+    if a.arch in MOE_ARCHS and a.shape != "tiny":
+        ap.error(f"--arch {a.arch} has only --shape tiny")
     if a.shape in SHAPES and a.arch != "qwen2":
         ap.error(f"--shape {a.shape} needs --arch qwen2")
     write_checkpoint(a.arch, a.dtype, a.out, a.seed, a.shards, a.shape, a.lm_scale)
+    if a.arch in MOE_ARCHS and not a.no_check_routing:
+        check_routing(a.out, a.seed)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Independent PyTorch reference forward pass for Llama / Qwen2 / Qwen3 / Mistral.
+"""Independent PyTorch reference forward pass for Llama / Qwen2 / Qwen3 / Mistral and the
+mixture-of-experts Qwen3-MoE / Qwen2-MoE / Mixtral.
 
 Written from the published model definitions, not from Strata's code:
   RMSNorm            w * x / sqrt(mean(x^2) + eps)
@@ -11,12 +12,34 @@ Written from the published model definitions, not from Strata's code:
   Qwen2              q/k/v biases;  Qwen3: per-head RMSNorm on q and k before RoPE
   MLP                down(silu(gate(x)) * up(x))
   tied embeddings    lm_head = embed_tokens when lm_head.weight is absent
+  sparse MoE MLP     (route / moe_block) router logits = gate(x) [T, E]; p = softmax over all
+                     E experts; the top_k of p (torch.topk); divided by their sum if
+                     norm_topk_prob; out = sum_k p_k * expert_k(x), expert = SwiGLU MLP
+    Qwen3MoeForCausalLM   Qwen3 attention (q/k RMSNorm, no biases); layer i is sparse iff
+                     i not in mlp_only_layers and num_experts > 0 and (i+1) % decoder_sparse_step
+                     == 0, else a dense MLP of intermediate_size; experts mlp.experts.{e}.
+                     {gate,up,down}_proj (moe_intermediate_size), router mlp.gate
+    Qwen2MoeForCausalLM   Qwen2 attention (q/k/v biases), same layer rule and names, plus
+                     sigmoid(mlp.shared_expert_gate(x)) * mlp.shared_expert(x) added
+                     (shared_expert_intermediate_size); norm_topk_prob default false
+    MixtralForCausalLM    Mistral attention (sliding_window when set); every layer sparse;
+                     router block_sparse_moe.gate, experts block_sparse_moe.experts.{e}.w1
+                     (gate) / w3 (up) / w2 (down); top-k always renormalised
+  routing precision  transformers softmaxes in float32; here the softmax is in the compute
+                     dtype (f64, or f32 with --compute f32), so weights carry no f32 rounding
+                     and the top-k choice equals transformers' except at exact/near ties,
+                     which make_checkpoint.py's planted routing keeps >= 1 logit away
 Everything is computed in float64 (or --compute f32) with no KV cache: every greedy
 step recomputes the whole sequence.
 
 Reads HF directories (config.json + safetensors, F32/F16/BF16, sharded or not) and GGUF
 files (F32/F16/BF16 and the block-quantized types of gguf_io.py, dequantized exactly as
-ggml does; llama's q/k rows are un-permuted).
+ggml does; llama's q/k rows are un-permuted). MoE GGUF (llama.cpp's converter names):
+blk.N.ffn_gate_inp (router), blk.N.ffn_{gate,up,down}_exps (experts stacked [E, rows, cols]),
+blk.N.ffn_{gate,up,down}_shexp and ffn_gate_inp_shexp (shared expert); archs qwen3moe
+(renormalised, as llama.cpp's graph), qwen2moe (not renormalised) and llama with
+llama.expert_count / expert_used_count (Mixtral, renormalised); a layer is sparse iff it has
+ffn_gate_inp. The pre-stacking per-expert Mixtral names (blk.N.ffn_gate.E) are not read.
 
 CLI (same contract as `strata generate`):
   reference.py --model PATH --prompt-ids 1,2,3 --max-tokens N [--json] [--dump-logits F]
@@ -38,7 +61,41 @@ from gguf_io import read_gguf  # noqa: E402
 from st_io import read_model_dir  # noqa: E402
 
 ARCHS = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
-         "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
+         "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+         "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen2MoeForCausalLM": "qwen2_moe",
+         "MixtralForCausalLM": "mixtral"}
+
+
+class MoeSpec:
+    """Sparse-MoE hyper-parameters: which layers are sparse, expert count, top-k, whether the
+    top-k weights are renormalised, and the HF module names (`prefix` is "mlp" for Qwen2/3-MoE,
+    "block_sparse_moe" for Mixtral; `proj` maps gate/up/down to the expert's linear names)."""
+
+    def __init__(self, layers, experts, top_k, norm_topk_prob, prefix, proj, shared):
+        self.layers, self.experts, self.top_k = set(layers), experts, top_k
+        self.norm_topk_prob, self.prefix, self.proj, self.shared = \
+            norm_topk_prob, prefix, proj, shared
+
+
+QWEN_MOE_PROJ = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+MIXTRAL_PROJ = {"gate": "w1", "up": "w3", "down": "w2"}
+
+
+def moe_spec_from_config(arch, c):
+    """transformers' rule for which layers are sparse (Qwen2Moe/Qwen3MoeDecoderLayer): layer i
+    is a SparseMoeBlock iff i not in mlp_only_layers and num_experts > 0 and
+    (i + 1) % decoder_sparse_step == 0; every Mixtral layer is sparse."""
+    n = c["num_hidden_layers"]
+    if arch == "mixtral":
+        return MoeSpec(range(n), c.get("num_local_experts", 8), c.get("num_experts_per_tok", 2),
+                       True, "block_sparse_moe", MIXTRAL_PROJ, False)
+    experts = c.get("num_experts", 60 if arch == "qwen2_moe" else 128)
+    step = c.get("decoder_sparse_step", 1)
+    only = c.get("mlp_only_layers") or []
+    layers = [i for i in range(n) if i not in only and experts > 0 and (i + 1) % step == 0]
+    top_k = c.get("num_experts_per_tok", 4 if arch == "qwen2_moe" else 8)
+    return MoeSpec(layers, experts, top_k, bool(c.get("norm_topk_prob", False)), "mlp",
+                   QWEN_MOE_PROJ, arch == "qwen2_moe")
 
 
 class Model:
@@ -52,6 +109,7 @@ class Model:
         self.w = weights
         self.vocab = weights["model.embed_tokens.weight"].shape[0]
         self.wtypes = {}  # HF weight name -> GGUF tensor type name ("Q4_K", ...); GGUF only
+        self.moe = None  # MoeSpec for sparse-MoE models
         self._emu_weights = {}  # emulation-rounded weights, by (emulation, name)
 
     def lm_head_name(self):
@@ -108,20 +166,23 @@ def load_hf_dir(path):
     else:
         raise ValueError(f"rope_scaling type {rope_type} not implemented in the reference")
     window = None
-    if arch == "mistral":
+    if arch in ("mistral", "mixtral"):
         window = c.get("sliding_window")
-    elif arch in ("qwen2", "qwen3") and c.get("use_sliding_window"):
+    elif arch in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and c.get("use_sliding_window"):
         raise ValueError("use_sliding_window=true (per-layer windows) not implemented")
     weights = {k: v.to(torch.float64) for k, v in read_model_dir(path).items()}
     if c.get("tie_word_embeddings", False):
-        assert "lm_head.weight" not in weights or arch == "qwen2", \
+        assert "lm_head.weight" not in weights or arch in ("qwen2", "qwen2_moe"), \
             "tie_word_embeddings=true but lm_head.weight present"
         weights.pop("lm_head.weight", None)
     else:
         assert "lm_head.weight" in weights, "untied model without lm_head.weight"
-    return Model(arch, c["hidden_size"], c["num_hidden_layers"], heads,
-                 c.get("num_key_value_heads", heads), head_dim, c["rms_norm_eps"],
-                 inv_freq, window, weights)
+    m = Model(arch, c["hidden_size"], c["num_hidden_layers"], heads,
+              c.get("num_key_value_heads", heads), head_dim, c["rms_norm_eps"],
+              inv_freq, window, weights)
+    if arch in ("qwen3_moe", "qwen2_moe", "mixtral"):
+        m.moe = moe_spec_from_config(arch, c)
+    return m
 
 
 GGUF_NAMES = {
@@ -143,6 +204,16 @@ GGUF_LAYER_NAMES = {
 }
 
 
+# llama.cpp's MoE tensors (convert_hf_to_gguf stacks the experts into 3-D tensors).
+GGUF_EXPS = {"ffn_gate_exps.weight": "gate", "ffn_up_exps.weight": "up",
+             "ffn_down_exps.weight": "down"}
+GGUF_MOE_NAMES = {"ffn_gate_inp.weight": "gate.weight",
+                  "ffn_gate_shexp.weight": "shared_expert.gate_proj.weight",
+                  "ffn_up_shexp.weight": "shared_expert.up_proj.weight",
+                  "ffn_down_shexp.weight": "shared_expert.down_proj.weight",
+                  "ffn_gate_inp_shexp.weight": "shared_expert_gate.weight"}
+
+
 def unpermute_rows(w, n_head):
     """Undo convert_hf_to_gguf's LlamaModel.permute (HF rotate-half -> adjacent pairs):
     it reshapes rows to [n_head, 2, head_dim/2] and swaps the last two axes."""
@@ -154,7 +225,7 @@ def unpermute_rows(w, n_head):
 def load_gguf(path):
     meta, tensors, gguf_types = read_gguf(path)
     arch = meta["general.architecture"]
-    if arch not in ("llama", "qwen2", "qwen3"):
+    if arch not in ("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"):
         raise ValueError(f"GGUF architecture {arch} not supported by the reference")
     g = lambda k, d=None: meta.get(f"{arch}.{k}", d)  # noqa: E731
     hidden = g("embedding_length")
@@ -166,7 +237,34 @@ def load_gguf(path):
     if "rope_freqs.weight" in tensors:  # llama3 scaling: llama.cpp divides by these factors
         inv_freq = inv_freq / tensors.pop("rope_freqs.weight").to(torch.float64)
     weights, wtypes = {}, {}
-    for name, t in tensors.items():
+    n_expert = g("expert_count", 0)
+    moe = None
+    if n_expert:
+        # llama.cpp's MoE graphs: qwen3moe and llama (Mixtral) renormalise the top-k weights,
+        # qwen2moe does not; a layer is sparse iff it has ffn_gate_inp.
+        layers = sorted(int(n.split(".")[1]) for n in tensors if parts_is(n, "ffn_gate_inp.weight"))
+        mixtral = arch == "llama"
+        moe = MoeSpec(layers, n_expert, g("expert_used_count"), arch != "qwen2moe",
+                      "block_sparse_moe" if mixtral else "mlp",
+                      MIXTRAL_PROJ if mixtral else QWEN_MOE_PROJ,
+                      any(parts_is(n, "ffn_gate_inp_shexp.weight") for n in tensors))
+    for name, t in list(tensors.items()):
+        stacked = name.startswith("blk.") and name.split(".", 2)[2] in GGUF_EXPS
+        if stacked:  # [n_expert, rows, cols] -> one HF tensor per expert
+            layer, kind = name.split(".")[1], GGUF_EXPS[name.split(".", 2)[2]]
+            for e in range(t.shape[0]):
+                hf = f"model.layers.{layer}.{moe.prefix}.experts.{e}.{moe.proj[kind]}.weight"
+                weights[hf] = t[e].to(torch.float64)
+                wtypes[hf] = gguf_types[name]
+            continue
+        if moe is not None and name.startswith("blk.") and \
+                name.split(".", 2)[2] in GGUF_MOE_NAMES:
+            hf = f"model.layers.{name.split('.')[1]}.{moe.prefix}." + \
+                GGUF_MOE_NAMES[name.split(".", 2)[2]]
+            t = t.reshape(1, -1) if hf.endswith("shared_expert_gate.weight") else t
+            weights[hf] = t.to(torch.float64)
+            wtypes[hf] = gguf_types[name]
+            continue
         if name in GGUF_NAMES:
             hf = GGUF_NAMES[name]
         else:
@@ -183,6 +281,7 @@ def load_gguf(path):
     m = Model(arch, hidden, g("block_count"), heads, kv_heads, head_dim,
               g("attention.layer_norm_rms_epsilon"), inv_freq, None, weights)
     m.wtypes = wtypes
+    m.moe = moe
     return m
 
 
@@ -318,9 +417,84 @@ def linear_fn(m, emulate):
     return lambda x, name: act(x, name) @ weight(name).T
 
 
-def forward(m, ids, emulate="none", kv="f32"):
+def gated_mlp(lin, h, gate, up, down):
+    """down(silu(gate(h)) * up(h)) for the weights named gate / up / down."""
+    return lin(torch.nn.functional.silu(lin(h, gate)) * lin(h, up), down)
+
+
+def route(router_logits, top_k, norm_topk_prob):
+    """transformers' routing (Qwen2Moe/Qwen3Moe/MixtralSparseMoeBlock): probabilities =
+    softmax over all experts, the top_k of them by torch.topk (its tie order), divided by
+    their sum when norm_topk_prob (always for Mixtral). transformers takes the softmax in
+    float32 whatever the model dtype; here it is taken in the compute dtype (float64 by
+    default, float32 with --compute f32, i.e. exactly transformers' dtype there), so the
+    reference's weights carry no float32 rounding. The top-k *choice* is the same as
+    transformers' except at near-ties of the k-th and (k+1)-th probability, which no reference
+    can settle; make_checkpoint.py plants routings whose k-th/(k+1)-th router-logit gap is
+    several logits (route_margins reports it). Returns (weights [T, k], experts [T, k])."""
+    dt = torch.float64 if router_logits.dtype == torch.float64 else torch.float32
+    probs = torch.softmax(router_logits.to(dt), dim=-1)
+    weights, experts = torch.topk(probs, top_k, dim=-1)
+    if norm_topk_prob:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights.to(router_logits.dtype), experts
+
+
+def moe_names(m, layer):
+    """(router, [(gate, up, down) per expert], shared (gate, up, down, shared_gate) or None)."""
+    p = f"model.layers.{layer}.{m.moe.prefix}."
+    pr = m.moe.proj
+    experts = [tuple(f"{p}experts.{e}.{pr[k]}.weight" for k in ("gate", "up", "down"))
+               for e in range(m.moe.experts)]
+    shared = None
+    if m.moe.shared:
+        shared = tuple(f"{p}shared_expert.{k}_proj.weight" for k in ("gate", "up", "down")) + \
+            (f"{p}shared_expert_gate.weight",)
+    return p + "gate.weight", experts, shared
+
+
+def moe_block(m, layer, h, lin, route_stats=None):
+    """Sparse MoE MLP of one layer on h [T, H] (the post-attention-normed hidden states):
+    router logits = gate(h) [T, E]; route() picks top_k experts per token with weights w;
+    out = sum_k w_k * expert_k(h) (+ sigmoid(shared_expert_gate(h)) * shared_expert(h) for
+    Qwen2-MoE). Vectorised over tokens: every expert runs on every token and the results are
+    combined with a dense [T, E] weight matrix that is zero off the chosen experts.
+    route_stats (a list) receives (layer, router_logits) when given."""
+    router, experts, shared = moe_names(m, layer)
+    logits = lin(h, router)
+    if route_stats is not None:
+        route_stats.append((layer, logits))
+    w, idx = route(logits, m.moe.top_k, m.moe.norm_topk_prob)
+    dense = torch.zeros_like(logits).scatter(1, idx, w)  # [T, E]
+    out = torch.zeros_like(h)
+    for e, (g, u, d) in enumerate(experts):
+        sel = dense[:, e] != 0
+        if bool(sel.any()):
+            out = out + dense[:, e:e + 1] * gated_mlp(lin, h, g, u, d)
+    if shared is not None:
+        g, u, d, sg = shared
+        out = out + torch.sigmoid(lin(h, sg)) * gated_mlp(lin, h, g, u, d)
+    return out
+
+
+def route_margins(m, ids, kv="f32"):
+    """Per MoE layer and position: the gap between the k-th and (k+1)-th largest router logit
+    (absolute, and relative to the row's max |logit|). Returns a list of (layer, abs, rel)."""
+    stats = []
+    forward(m, ids, kv=kv, route_stats=stats)
+    out = []
+    for layer, lg in stats:
+        srt = torch.sort(lg.to(torch.float64), dim=-1, descending=True).values
+        k = m.moe.top_k
+        gap = srt[:, k - 1] - srt[:, k] if k < srt.shape[1] else torch.full_like(srt[:, 0], math.inf)
+        out.append((layer, gap, gap / srt.abs().max(-1).values))
+    return out
+
+
+def forward(m, ids, emulate="none", kv="f32", moe_fn=None, route_stats=None):
     """Logits [len(ids), vocab] for every position, recomputed from scratch, with K (after
-    rope) and V rounded as a `kv` cache stores them (round_kv)."""
+    rope) and V rounded as a `kv` cache stores them (round_kv). moe_fn replaces moe_block
+    (validate_reference.py's naive loop); route_stats collects router logits."""
     lin = linear_fn(m, emulate)
     dt = m.w["model.embed_tokens.weight"].dtype
     T = len(ids)
@@ -360,9 +534,11 @@ def forward(m, ids, emulate="none", kv="f32"):
         o = torch.einsum("hts,shd->thd", pr, v).reshape(T, nq * D)
         x = x + lin(o, p + "self_attn.o_proj.weight")
         h = rms_norm(x, w("post_attention_layernorm.weight"), m.eps)
-        g = lin(h, p + "mlp.gate_proj.weight")
-        u = lin(h, p + "mlp.up_proj.weight")
-        x = x + lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj.weight")
+        if m.moe is not None and layer in m.moe.layers:
+            x = x + (moe_fn or moe_block)(m, layer, h, lin, route_stats)
+        else:
+            x = x + gated_mlp(lin, h, p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight",
+                              p + "mlp.down_proj.weight")
     x = rms_norm(x, m.w["model.norm.weight"], m.eps)
     return lin(x, m.lm_head_name())
 

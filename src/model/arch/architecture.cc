@@ -6,10 +6,9 @@ namespace strata::model {
 
 std::span<const ArchitectureSpec* const> all_architectures() {
   static const ArchitectureSpec* const kAll[] = {
-      &llama_architecture(),
-      &qwen2_architecture(),
-      &qwen3_architecture(),
-      &mistral_architecture(),
+      &llama_architecture(),   &qwen2_architecture(),     &qwen3_architecture(),
+      &mistral_architecture(), &qwen3_moe_architecture(), &qwen2_moe_architecture(),
+      &mixtral_architecture(),
   };
   return kAll;
 }

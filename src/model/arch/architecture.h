@@ -20,17 +20,38 @@
 
 namespace strata::model {
 
-enum class Architecture { kLlama, kQwen2, kQwen3, kMistral };
+enum class Architecture { kLlama, kQwen2, kQwen3, kMistral, kQwen3Moe, kQwen2Moe, kMixtral };
 
 // Where a model's sliding attention window comes from.
 enum class SlidingWindowSource {
   kNone,        // full attention; use_sliding_window = true is rejected
-  kFromConfig,  // config "sliding_window" (absent: 4096, null: none)
+  kFromConfig,  // config "sliding_window" (absent: default_sliding_window, null: none)
 };
 
 // The block after attention in every decoder layer.
 enum class FeedForwardKind {
-  kGatedMlp,  // down(silu(gate(x)) * up(x))
+  kGatedMlp,          // down(silu(gate(x)) * up(x))
+  kMixtureOfExperts,  // routed gated-MLP experts (and a shared one) on sparse layers
+};
+
+// Where a mixture-of-experts block keeps its tensors, under
+// "model.layers.<i>.<block>": router "<router>.weight" [num_experts, hidden],
+// expert e's "<experts>.<e>.<gate|up|down>.weight", and, with a shared
+// expert, "shared_expert.{gate,up,down}_proj.weight" plus its gate
+// "shared_expert_gate.weight" [1, hidden].
+struct MoeNames {
+  const char* block;        // "mlp" (Qwen) or "block_sparse_moe" (Mixtral)
+  const char* router;       // "gate"
+  const char* experts;      // "experts"
+  const char* gate;         // "gate_proj" / "w1"
+  const char* up;           // "up_proj" / "w3"
+  const char* down;         // "down_proj" / "w2"
+  bool shared_expert;       // Qwen2-MoE
+  bool always_renormalize;  // Mixtral renormalises the top-k whatever the config says
+  // config.json keys: the expert count ("num_experts" / "num_local_experts")
+  // and each expert's width ("moe_intermediate_size" / "intermediate_size").
+  const char* num_experts_key;
+  const char* expert_intermediate_key;
 };
 
 struct ArchitectureSpec {
@@ -52,7 +73,9 @@ struct ArchitectureSpec {
   bool attention_bias_means_o_proj;  // config attention_bias = true would bias o_proj too
   bool qk_norm;                      // per-head RMSNorm on q and k before rope
   SlidingWindowSource sliding_window;
+  int64_t default_sliding_window;  // kFromConfig with the key absent (0 = none)
   FeedForwardKind feed_forward;
+  MoeNames moe{};  // feed_forward == kMixtureOfExperts only
 };
 
 // Every supported family, in the order error messages list them.
@@ -64,5 +87,8 @@ const ArchitectureSpec& llama_architecture();
 const ArchitectureSpec& qwen2_architecture();
 const ArchitectureSpec& qwen3_architecture();
 const ArchitectureSpec& mistral_architecture();
+const ArchitectureSpec& qwen3_moe_architecture();
+const ArchitectureSpec& qwen2_moe_architecture();
+const ArchitectureSpec& mixtral_architecture();
 
 }  // namespace strata::model

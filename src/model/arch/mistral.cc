@@ -20,6 +20,7 @@ const ArchitectureSpec& mistral_architecture() {
       .attention_bias_means_o_proj = false,
       .qk_norm = false,
       .sliding_window = SlidingWindowSource::kFromConfig,
+      .default_sliding_window = 4096,
       .feed_forward = FeedForwardKind::kGatedMlp,
   };
   return kSpec;

@@ -19,6 +19,7 @@ const ArchitectureSpec& qwen3_architecture() {
       .attention_bias_means_o_proj = true,
       .qk_norm = true,
       .sliding_window = SlidingWindowSource::kNone,
+      .default_sliding_window = 0,
       .feed_forward = FeedForwardKind::kGatedMlp,
   };
   return kSpec;

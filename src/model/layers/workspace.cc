@@ -9,7 +9,10 @@ Workspace::Workspace(const ModelConfig& c, backend::Backend& backend)
       hidden_(c.hidden_size),
       q_dim_(c.num_attention_heads * c.head_dim),
       kv_dim_(c.num_key_value_heads * c.head_dim),
-      intermediate_(c.intermediate_size) {}
+      intermediate_(std::max({c.intermediate_size, c.moe.moe_intermediate_size,
+                              c.moe.shared_expert_intermediate_size})),
+      num_experts_(c.moe.num_experts),
+      top_k_(c.moe.num_experts_per_tok) {}
 
 void Workspace::reserve(int64_t num_tokens, int64_t num_logits) {
   if (num_tokens > capacity_tokens_) {
@@ -27,6 +30,14 @@ void Workspace::reserve(int64_t num_tokens, int64_t num_logits) {
     gate_up_ = floats(t * 2 * intermediate_);
     act_ = floats(t * intermediate_);
     split_scratch_ = floats(t * widest);
+    if (num_experts_ > 0) {
+      router_logits_ = floats(t * num_experts_);
+      routed_experts_ = backend_->allocate(tensor::DType::kI32, t * top_k_);
+      routed_weights_ = floats(t * top_k_);
+      expert_rows_ = floats(t * hidden_);
+      expert_out_ = floats(t * hidden_);
+      shared_gate_ = floats(t);
+    }
     capacity_tokens_ = t;
   }
   if (num_logits > capacity_logits_) {

@@ -37,15 +37,23 @@ class Workspace {
   // [T, widest part of an unfused projection] (see FusedLinear).
   float* split_scratch() { return split_scratch_.as<float>(); }
   float* final_rows() { return final_rows_.as<float>(); }  // [L, hidden]
+  // Mixture of experts (empty for dense models).
+  float* router_logits() { return router_logits_.as<float>(); }        // [T, num_experts]
+  int32_t* routed_experts() { return routed_experts_.as<int32_t>(); }  // [T, top_k]
+  float* routed_weights() { return routed_weights_.as<float>(); }      // [T, top_k]
+  float* expert_rows() { return expert_rows_.as<float>(); }  // [T, hidden] one expert's tokens
+  float* expert_out() { return expert_out_.as<float>(); }    // [T, hidden]
+  float* shared_gate() { return shared_gate_.as<float>(); }  // [T]
 
  private:
   backend::DeviceBuffer floats(int64_t n) { return backend_->allocate(tensor::DType::kF32, n); }
 
   backend::Backend* backend_;
-  int64_t hidden_, q_dim_, kv_dim_, intermediate_;
+  int64_t hidden_, q_dim_, kv_dim_, intermediate_, num_experts_, top_k_;
   int64_t capacity_tokens_ = 0, capacity_logits_ = 0;
   backend::DeviceBuffer residual_, normed_, block_out_, qkv_, q_, k_, v_, attn_, gate_up_, act_,
-      split_scratch_, final_rows_;
+      split_scratch_, final_rows_, router_logits_, routed_experts_, routed_weights_, expert_rows_,
+      expert_out_, shared_gate_;
 };
 
 }  // namespace strata::model

@@ -119,6 +119,54 @@ TEST(HfConfig, MistralSlidingWindow) {
   EXPECT_EQ(parse(j)->arch, Architecture::kMistral);
 }
 
+TEST(HfConfig, MixtureOfExpertsFields) {
+  json j = tiny_hf_config("Qwen3MoeForCausalLM");
+  j["num_experts"] = 8;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 48;
+  j["norm_topk_prob"] = true;
+  j["mlp_only_layers"] = {0};
+  StatusOr<ModelConfig> c = parse(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, Architecture::kQwen3Moe);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_EQ(c->moe.num_experts, 8);
+  EXPECT_EQ(c->moe.num_experts_per_tok, 2);
+  EXPECT_EQ(c->moe.moe_intermediate_size, 48);
+  EXPECT_TRUE(c->moe.norm_topk_prob);
+  EXPECT_FALSE(c->moe.is_sparse_layer(0));  // mlp_only_layers
+  EXPECT_TRUE(c->moe.is_sparse_layer(1));
+  j["decoder_sparse_step"] = 2;
+  EXPECT_FALSE(parse(j)->moe.is_sparse_layer(2));  // (2 + 1) % 2 != 0
+  EXPECT_TRUE(parse(j)->moe.is_sparse_layer(3));
+  j["num_experts_per_tok"] = 9;
+  EXPECT_TRUE(has_error(parse(j).status(), StatusCode::kInvalidArgument,
+                        {kPath, "num_experts_per_tok 9", "num_experts = 8"}));
+
+  json mixtral = tiny_hf_config("MixtralForCausalLM");
+  mixtral["num_local_experts"] = 8;
+  mixtral["num_experts_per_tok"] = 2;
+  c = parse(mixtral);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->moe.moe_intermediate_size, c->intermediate_size);  // experts are intermediate wide
+  EXPECT_EQ(c->sliding_window, 0);  // MixtralConfig's default: none
+  EXPECT_TRUE(c->moe.is_sparse_layer(0));
+  mixtral.erase("num_local_experts");
+  EXPECT_TRUE(has_error(parse(mixtral).status(), StatusCode::kInvalidArgument,
+                        {kPath, "'num_local_experts'", "missing"}));
+
+  json qwen2 = tiny_hf_config("Qwen2MoeForCausalLM");
+  qwen2["num_experts"] = 4;
+  qwen2["num_experts_per_tok"] = 4;
+  qwen2["moe_intermediate_size"] = 16;
+  qwen2["shared_expert_intermediate_size"] = 96;
+  c = parse(qwen2);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_TRUE(c->attention_bias);
+  EXPECT_EQ(c->moe.shared_expert_intermediate_size, 96);
+  EXPECT_FALSE(c->moe.norm_topk_prob);
+}
+
 TEST(HfConfig, ModelTypeWhenNoArchitectures) {
   json j = tiny_hf_config("Qwen2ForCausalLM");
   j.erase("architectures");
@@ -130,7 +178,8 @@ TEST(HfConfig, UnknownArchitectureListsSupported) {
   json j = tiny_hf_config("GPT2LMHeadModel");
   EXPECT_TRUE(has_error(parse(j).status(), StatusCode::kUnimplemented,
                         {kPath, "GPT2LMHeadModel", "LlamaForCausalLM", "Qwen2ForCausalLM",
-                         "Qwen3ForCausalLM", "MistralForCausalLM"}));
+                         "Qwen3ForCausalLM", "MistralForCausalLM", "Qwen3MoeForCausalLM",
+                         "Qwen2MoeForCausalLM", "MixtralForCausalLM"}));
 }
 
 TEST(HfConfig, MissingAndMistypedFields) {

@@ -1,0 +1,138 @@
+#include "model/layers/moe.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strata::model {
+namespace {
+
+// Rows per router matmul: within ops' decode regime, where a row's result does
+// not depend on the rows around it.
+constexpr int64_t kRouterRows = 16;
+
+StatusOr<FusedLinear> load_gate_up(const WeightSource& w, const std::string& p, const char* gate,
+                                   const char* up, int64_t intermediate, int64_t hidden) {
+  return FusedLinear::load(
+      w, {{p + gate + ".weight", intermediate}, {p + up + ".weight", intermediate}}, hidden);
+}
+
+}  // namespace
+
+StatusOr<MoeLayer> MoeLayer::load(const WeightSource& w, const std::string& prefix,
+                                  const ArchitectureSpec& spec, const ModelConfig& c) {
+  const MoeNames& names = spec.moe;
+  const MoeConfig& moe = c.moe;
+  MoeLayer layer;
+  layer.hidden_ = c.hidden_size;
+  layer.top_k_ = moe.num_experts_per_tok;
+  layer.renormalize_ = names.always_renormalize || moe.norm_topk_prob;
+  const std::string block = prefix + names.block + ".";
+  STRATA_ASSIGN_OR_RETURN(layer.router_, load_linear(w, block + names.router + ".weight",
+                                                     moe.num_experts, c.hidden_size));
+  layer.experts_.resize(moe.num_experts);
+  for (int64_t e = 0; e < moe.num_experts; ++e) {
+    Expert& expert = layer.experts_[e];
+    const std::string p = block + names.experts + "." + std::to_string(e) + ".";
+    expert.intermediate = moe.moe_intermediate_size;
+    STRATA_ASSIGN_OR_RETURN(expert.gate_up, load_gate_up(w, p, names.gate, names.up,
+                                                         expert.intermediate, c.hidden_size));
+    STRATA_ASSIGN_OR_RETURN(expert.down, load_linear(w, p + names.down + ".weight", c.hidden_size,
+                                                     expert.intermediate));
+  }
+  if (names.shared_expert && moe.shared_expert_intermediate_size > 0) {
+    layer.has_shared_ = true;
+    const std::string p = block + "shared_expert.";
+    layer.shared_.intermediate = moe.shared_expert_intermediate_size;
+    STRATA_ASSIGN_OR_RETURN(
+        layer.shared_.gate_up,
+        load_gate_up(w, p, "gate_proj", "up_proj", layer.shared_.intermediate, c.hidden_size));
+    STRATA_ASSIGN_OR_RETURN(
+        layer.shared_.down,
+        load_linear(w, p + "down_proj.weight", c.hidden_size, layer.shared_.intermediate));
+    STRATA_ASSIGN_OR_RETURN(layer.shared_gate_,
+                            load_linear(w, block + "shared_expert_gate.weight", 1, c.hidden_size));
+  }
+  return layer;
+}
+
+int64_t MoeLayer::active_weight_bytes() const {
+  int64_t routed = 0;
+  for (const Expert& e : experts_) routed += e.gate_up.size_bytes() + e.down.size_bytes();
+  int64_t bytes = router_.size_bytes() + routed / num_experts() * top_k_;
+  if (has_shared_) {
+    bytes += shared_.gate_up.size_bytes() + shared_.down.size_bytes() + shared_gate_.size_bytes();
+  }
+  return bytes;
+}
+
+void MoeLayer::route(const ForwardContext& ctx, const float* in) const {
+  Workspace& ws = ctx.workspace;
+  const int64_t num_tokens = ctx.batch.num_tokens();
+  const int64_t num_experts = this->num_experts();
+  for (int64_t t = 0; t < num_tokens; t += kRouterRows) {
+    const int64_t m = std::min(kRouterRows, num_tokens - t);
+    ctx.backend.matmul(in + t * hidden_, m, router_, nullptr, ws.router_logits() + t * num_experts);
+    if (has_shared_) {
+      ctx.backend.matmul(in + t * hidden_, m, shared_gate_, nullptr, ws.shared_gate() + t);
+    }
+  }
+  ctx.backend.moe_route(ws.router_logits(), num_tokens, num_experts, top_k_, renormalize_,
+                        ws.routed_experts(), ws.routed_weights());
+}
+
+void MoeLayer::run_expert(const ForwardContext& ctx, const Expert& expert, int64_t n) const {
+  Workspace& ws = ctx.workspace;
+  const int64_t inter = expert.intermediate;
+  expert.gate_up.forward(ctx.backend, ws.expert_rows(), n, nullptr, ws.gate_up(),
+                         ws.split_scratch());
+  for (int64_t r = 0; r < n; ++r) {
+    const float* row = ws.gate_up() + r * 2 * inter;
+    ctx.backend.silu_mul(row, row + inter, inter, ws.act() + r * inter);
+  }
+  ctx.backend.matmul(ws.act(), n, expert.down, nullptr, ws.expert_out());
+}
+
+void MoeLayer::forward(const ForwardContext& ctx, const float* in, float* out) const {
+  Workspace& ws = ctx.workspace;
+  const int64_t num_tokens = ctx.batch.num_tokens();
+  route(ctx, in);
+  std::fill(out, out + num_tokens * hidden_, 0.0f);
+  // Tokens of each expert, in token order, with their routing weights.
+  const int32_t* ids = ws.routed_experts();
+  const float* weights = ws.routed_weights();
+  std::vector<std::vector<std::pair<int32_t, float>>> routed(experts_.size());
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    for (int64_t i = 0; i < top_k_; ++i) {
+      routed[ids[t * top_k_ + i]].emplace_back(static_cast<int32_t>(t), weights[t * top_k_ + i]);
+    }
+  }
+  auto run_and_add = [&](const Expert& expert,
+                         const std::vector<std::pair<int32_t, float>>& tokens) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    for (int64_t r = 0; r < n; ++r) {
+      const float* src = in + int64_t{tokens[r].first} * hidden_;
+      std::copy(src, src + hidden_, ws.expert_rows() + r * hidden_);
+    }
+    run_expert(ctx, expert, n);
+    for (int64_t r = 0; r < n; ++r) {
+      float* dst = out + int64_t{tokens[r].first} * hidden_;
+      const float* y = ws.expert_out() + r * hidden_;
+      const float weight = tokens[r].second;
+      for (int64_t j = 0; j < hidden_; ++j) dst[j] += weight * y[j];
+    }
+  };
+  for (size_t e = 0; e < experts_.size(); ++e) {
+    if (!routed[e].empty()) run_and_add(experts_[e], routed[e]);
+  }
+  if (has_shared_) {
+    // The shared expert as one more expert every token selects, weighted by
+    // sigmoid of its gate.
+    std::vector<std::pair<int32_t, float>> all(static_cast<size_t>(num_tokens));
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      all[t] = {static_cast<int32_t>(t), 1.0f / (1.0f + std::exp(-ws.shared_gate()[t]))};
+    }
+    run_and_add(shared_, all);
+  }
+}
+
+}  // namespace strata::model
