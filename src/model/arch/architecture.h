@@ -76,6 +76,12 @@ struct ArchitectureSpec {
   int64_t default_sliding_window;  // kFromConfig with the key absent (0 = none)
   FeedForwardKind feed_forward;
   MoeNames moe{};  // feed_forward == kMixtureOfExperts only
+  // GGUF files of this family say general.architecture = gguf_experts_of
+  // (e.g. Mixtral's "llama") and carry <arch>.expert_count > 0.
+  const char* gguf_experts_of = nullptr;
+  // llama.cpp's graph for this family always renormalises the top-k
+  // (GGUF has no norm_topk_prob key).
+  bool gguf_norm_topk_prob = false;
 };
 
 // Every supported family, in the order error messages list them.

@@ -10,7 +10,7 @@ const ArchitectureSpec& qwen2_moe_architecture() {
       .arch = Architecture::kQwen2Moe,
       .hf_name = "Qwen2MoeForCausalLM",
       .model_type = "qwen2_moe",
-      .gguf_name = nullptr,
+      .gguf_name = "qwen2moe",
       .gguf_rope_style = ops::RopeStyle::kNeox,
       .default_max_position_embeddings = 32768,
       .default_head_dim = 0,

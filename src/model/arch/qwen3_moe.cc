@@ -10,7 +10,7 @@ const ArchitectureSpec& qwen3_moe_architecture() {
       .arch = Architecture::kQwen3Moe,
       .hf_name = "Qwen3MoeForCausalLM",
       .model_type = "qwen3_moe",
-      .gguf_name = nullptr,
+      .gguf_name = "qwen3moe",
       .gguf_rope_style = ops::RopeStyle::kNeox,
       .default_max_position_embeddings = 32768,
       .default_head_dim = 128,
@@ -32,6 +32,7 @@ const ArchitectureSpec& qwen3_moe_architecture() {
               .always_renormalize = false,
               .num_experts_key = "num_experts",
               .expert_intermediate_key = "moe_intermediate_size"},
+      .gguf_norm_topk_prob = true,
   };
   return kSpec;
 }

@@ -33,16 +33,111 @@ std::optional<std::string> map_base(const std::string& base, const NamePair* tab
   return std::nullopt;
 }
 
+// "blk.<layer>.<base>" split into its parts; nullopt for other names.
+struct LayerName {
+  std::string layer;
+  std::string base;
+};
+std::optional<LayerName> split_layer_name(const std::string& stem) {
+  if (stem.rfind("blk.", 0) != 0) return std::nullopt;
+  const size_t layer_end = stem.find('.', 4);
+  if (layer_end == std::string::npos || layer_end == 4) return std::nullopt;
+  const std::string layer = stem.substr(4, layer_end - 4);
+  for (char ch : layer) {
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+  }
+  return LayerName{layer, stem.substr(layer_end + 1)};
+}
+
+// A stacked expert tensor (llama.cpp's converter): blk.<l>.ffn_<part>_exps.weight,
+// [num_experts, n, k], split into one [n, k] view per expert under HF names.
+struct ExpertTensor {
+  std::string layer;
+  const char* hf_part;  // the spec's gate / up / down name
+};
+std::optional<ExpertTensor> gguf_expert_tensor(const std::string& gguf_name,
+                                               const ArchitectureSpec& spec) {
+  if (spec.feed_forward != FeedForwardKind::kMixtureOfExperts) return std::nullopt;
+  const std::string weight = ".weight";
+  if (gguf_name.size() <= weight.size() ||
+      gguf_name.compare(gguf_name.size() - weight.size(), weight.size(), weight) != 0) {
+    return std::nullopt;
+  }
+  std::optional<LayerName> layer =
+      split_layer_name(gguf_name.substr(0, gguf_name.size() - weight.size()));
+  if (!layer) return std::nullopt;
+  if (layer->base == "ffn_gate_exps") return ExpertTensor{layer->layer, spec.moe.gate};
+  if (layer->base == "ffn_up_exps") return ExpertTensor{layer->layer, spec.moe.up};
+  if (layer->base == "ffn_down_exps") return ExpertTensor{layer->layer, spec.moe.down};
+  return std::nullopt;
+}
+
+template <typename Add>
+Status add_expert_views(const GgufFile& file, const GgufTensorInfo& info,
+                        const ExpertTensor& experts, const ArchitectureSpec& spec, Add& add) {
+  const tensor::TensorView& v = info.view;
+  if (v.rank() != 3) {
+    return invalid_argument(file.path() + ": tensor '" + info.name + "' has shape " +
+                            v.shape_string() + "; expected [num_experts, rows, columns]");
+  }
+  const int64_t expert_bytes = tensor::dtype_size_bytes(v.dtype, v.dim(1) * v.dim(2));
+  for (int64_t e = 0; e < v.dim(0); ++e) {
+    const tensor::TensorView one{
+        static_cast<const uint8_t*>(v.data) + e * expert_bytes, v.dtype, {v.dim(1), v.dim(2)}};
+    const std::string name = "model.layers." + experts.layer + "." + spec.moe.block + "." +
+                             spec.moe.experts + "." + std::to_string(e) + "." + experts.hf_part +
+                             ".weight";
+    STRATA_RETURN_IF_ERROR(add(info.name, name, one));
+  }
+  return Status();
+}
+
 StatusOr<const ArchitectureSpec*> find_arch(const GgufFile& file) {
   STRATA_ASSIGN_OR_RETURN(std::string name, file.get_string("general.architecture"));
+  STRATA_ASSIGN_OR_RETURN(int64_t num_experts, file.get_int_or(name + ".expert_count", 0));
   std::string supported;
+  const ArchitectureSpec* dense = nullptr;
   for (const ArchitectureSpec* a : all_architectures()) {
+    // A dense family's GGUF name with experts is its mixture-of-experts sibling.
+    if (num_experts > 0 && a->gguf_experts_of != nullptr && name == a->gguf_experts_of) return a;
     if (a->gguf_name == nullptr) continue;
-    if (name == a->gguf_name) return a;
+    if (name == a->gguf_name) dense = a;
     supported += std::string(supported.empty() ? "" : ", ") + a->gguf_name;
   }
+  if (dense != nullptr) return dense;
   return unimplemented(file.path() + ": GGUF architecture '" + name +
                        "' is not supported; supported: " + supported);
+}
+
+// Mixture-of-experts keys (<arch>.expert_*); a layer is sparse when it has a
+// router tensor, so files with dense layers among sparse ones load too.
+Status read_experts(const GgufFile& f, const std::string& arch, const ArchitectureSpec& spec,
+                    ModelConfig* c) {
+  if (spec.feed_forward != FeedForwardKind::kMixtureOfExperts) return Status();
+  auto key = [&](const char* k) { return arch + "." + k; };
+  MoeConfig& m = c->moe;
+  STRATA_ASSIGN_OR_RETURN(m.num_experts, f.get_int(key("expert_count")));
+  STRATA_ASSIGN_OR_RETURN(m.num_experts_per_tok, f.get_int(key("expert_used_count")));
+  STRATA_ASSIGN_OR_RETURN(m.moe_intermediate_size,
+                          f.get_int_or(key("expert_feed_forward_length"), c->intermediate_size));
+  STRATA_ASSIGN_OR_RETURN(m.shared_expert_intermediate_size,
+                          f.get_int_or(key("expert_shared_feed_forward_length"), 0));
+  m.norm_topk_prob = spec.gguf_norm_topk_prob;
+  for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
+    if (f.find_tensor("blk." + std::to_string(l) + ".ffn_gate_inp.weight") == nullptr) {
+      m.mlp_only_layers.push_back(l);
+    }
+  }
+  if (m.num_experts < 1 || m.num_experts_per_tok < 1 || m.num_experts_per_tok > m.num_experts) {
+    return invalid_argument(f.path() + ": " + key("expert_used_count") + " " +
+                            std::to_string(m.num_experts_per_tok) + " must be in [1, " +
+                            key("expert_count") + " = " + std::to_string(m.num_experts) + "]");
+  }
+  if (spec.moe.shared_expert && m.shared_expert_intermediate_size <= 0) {
+    return not_found(f.path() + ": " + key("expert_shared_feed_forward_length") +
+                     " (the shared expert's width) is missing");
+  }
+  return Status();
 }
 
 // Shapes and numerics from "<arch>.*" keys.
@@ -141,16 +236,32 @@ std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name) {
   if (suffix != ".weight" && suffix != ".bias") return std::nullopt;
   const std::string stem = gguf_name.substr(0, dot);
   if (auto hf = map_base(stem, kGlobalNames, std::size(kGlobalNames))) return *hf + suffix;
-  if (stem.rfind("blk.", 0) != 0) return std::nullopt;
-  const size_t layer_end = stem.find('.', 4);
-  if (layer_end == std::string::npos || layer_end == 4) return std::nullopt;
-  const std::string layer = stem.substr(4, layer_end - 4);
-  for (char ch : layer) {
-    if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
-  }
-  auto hf = map_base(stem.substr(layer_end + 1), kLayerNames, std::size(kLayerNames));
+  std::optional<LayerName> layer = split_layer_name(stem);
+  if (!layer) return std::nullopt;
+  auto hf = map_base(layer->base, kLayerNames, std::size(kLayerNames));
   if (!hf) return std::nullopt;
-  return "model.layers." + layer + "." + *hf + suffix;
+  return "model.layers." + layer->layer + "." + *hf + suffix;
+}
+
+std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name,
+                                           const ArchitectureSpec& spec) {
+  if (spec.feed_forward != FeedForwardKind::kMixtureOfExperts) return gguf_to_hf_name(gguf_name);
+  const std::string weight = ".weight";
+  if (gguf_name.size() > weight.size() &&
+      gguf_name.compare(gguf_name.size() - weight.size(), weight.size(), weight) == 0) {
+    std::optional<LayerName> layer =
+        split_layer_name(gguf_name.substr(0, gguf_name.size() - weight.size()));
+    if (layer) {
+      const std::string p = "model.layers." + layer->layer + ".";
+      const std::string block = p + spec.moe.block + ".";
+      if (layer->base == "ffn_gate_inp") return block + spec.moe.router + weight;
+      if (layer->base == "ffn_gate_inp_shexp") return block + "shared_expert_gate" + weight;
+      if (layer->base == "ffn_gate_shexp") return block + "shared_expert.gate_proj" + weight;
+      if (layer->base == "ffn_up_shexp") return block + "shared_expert.up_proj" + weight;
+      if (layer->base == "ffn_down_shexp") return block + "shared_expert.down_proj" + weight;
+    }
+  }
+  return gguf_to_hf_name(gguf_name);
 }
 
 StatusOr<ModelConfig> gguf_model_config(const GgufFile& file) {
@@ -158,22 +269,40 @@ StatusOr<ModelConfig> gguf_model_config(const GgufFile& file) {
   ModelConfig c;
   c.arch = arch->arch;
   c.rope_style = arch->gguf_rope_style;
-  STRATA_RETURN_IF_ERROR(read_shapes(file, arch->gguf_name, &c));
-  STRATA_RETURN_IF_ERROR(read_rope_scaling(file, arch->gguf_name, &c));
-  STRATA_RETURN_IF_ERROR(read_vocab(file, arch->gguf_name, &c));
+  // The metadata prefix: the file's own name (Mixtral's is "llama").
+  STRATA_ASSIGN_OR_RETURN(const std::string gguf_arch, file.get_string("general.architecture"));
+  STRATA_RETURN_IF_ERROR(read_shapes(file, gguf_arch, &c));
+  STRATA_RETURN_IF_ERROR(read_rope_scaling(file, gguf_arch, &c));
+  STRATA_RETURN_IF_ERROR(read_vocab(file, gguf_arch, &c));
   STRATA_RETURN_IF_ERROR(read_features(file, &c));
+  STRATA_RETURN_IF_ERROR(read_experts(file, gguf_arch, *arch, &c));
   STRATA_RETURN_IF_ERROR(validate_model_config(c, file.path()));
   return c;
 }
 
 StatusOr<WeightSource> gguf_weight_source(const GgufFile& file) {
+  STRATA_ASSIGN_OR_RETURN(const ArchitectureSpec* arch, find_arch(file));
   std::map<std::string, TensorEntry> entries;
-  for (const GgufTensorInfo& info : file.tensors()) {
-    const std::string name = gguf_to_hf_name(info.name).value_or(info.name);
-    if (!entries.emplace(name, TensorEntry{info.view, file.path()}).second) {
-      return invalid_argument(file.path() + ": tensor '" + info.name + "' maps to '" + name +
+  auto add = [&](const std::string& gguf_name, const std::string& name,
+                 const tensor::TensorView& view) -> Status {
+    if (!entries.emplace(name, TensorEntry{view, file.path()}).second) {
+      return invalid_argument(file.path() + ": tensor '" + gguf_name + "' maps to '" + name +
                               "', which another tensor already uses");
     }
+    return Status();
+  };
+  for (const GgufTensorInfo& info : file.tensors()) {
+    if (std::optional<ExpertTensor> experts = gguf_expert_tensor(info.name, *arch)) {
+      STRATA_RETURN_IF_ERROR(add_expert_views(file, info, *experts, *arch, add));
+      continue;
+    }
+    const std::string name = gguf_to_hf_name(info.name, *arch).value_or(info.name);
+    tensor::TensorView view = info.view;
+    // llama.cpp stores the shared expert's gate as [hidden]; HF as [1, hidden].
+    if (view.rank() == 1 && name.find("shared_expert_gate.weight") != std::string::npos) {
+      view.shape = {1, view.dim(0)};
+    }
+    STRATA_RETURN_IF_ERROR(add(info.name, name, view));
   }
   WeightSource weights;
   STRATA_RETURN_IF_ERROR(weights.add_file(file.mapping(), std::move(entries)));

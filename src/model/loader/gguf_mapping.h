@@ -31,12 +31,19 @@ namespace strata::model {
 // "blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight";
 // nullopt for names outside the mapping.
 std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name);
+// As above, plus a mixture-of-experts family's router and shared-expert
+// tensors (ffn_gate_inp, ffn_*_shexp) under `spec`'s names. Stacked expert
+// tensors (ffn_*_exps) are split per expert by gguf_weight_source.
+std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name,
+                                           const ArchitectureSpec& spec);
 
 // Config from <arch>.* and tokenizer.ggml.* metadata plus the tensor table
 // (vocab size, tied embeddings, biases, rope_freqs), validated.
 StatusOr<ModelConfig> gguf_model_config(const GgufFile& file);
 
 // Every tensor of the file under its Hugging Face name; shares the mapping.
+// Stacked expert tensors [num_experts, n, k] become one [n, k] view per expert
+// ("model.layers.<l>.<block>.experts.<e>.<part>.weight").
 StatusOr<WeightSource> gguf_weight_source(const GgufFile& file);
 
 }  // namespace strata::model
