@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "chat_template/value.h"
 #include "scheduler/kv_connector.h"
 #include "server/api_error.h"
 
@@ -97,11 +98,22 @@ struct ToolChoice {
   bool given = false;  // present in the request (else: auto with tools, none without)
 };
 
+// What the chat template renders, converted once, straight from the request
+// body's DOM into the template's values.
+struct ChatTemplateInputs {
+  // A list of dicts: content parts joined into strings (null content = ""),
+  // assistant tool-call arguments parsed from their JSON strings.
+  chat_template::Value messages = chat_template::Value::list({});
+  chat_template::Value tools = chat_template::Value::none();   // None when absent or []
+  chat_template::Value kwargs = chat_template::Value::none();  // chat_template_kwargs: None or a dict
+};
+
 struct ChatRequest {
   std::string model;
-  nlohmann::ordered_json messages;              // content parts joined into strings
-  nlohmann::ordered_json tools;                 // null when absent
-  nlohmann::ordered_json chat_template_kwargs;  // null or an object
+  ChatTemplateInputs template_inputs;
+  // The tools again for the tool-calling side, whose consumers take nlohmann
+  // (tool_choice schemas, parsers' parameter types): null when absent or [].
+  nlohmann::ordered_json tools;
   bool add_generation_prompt = true;
   bool continue_final_message = false;
   bool add_special_tokens = false;  // the template emits BOS
@@ -118,9 +130,7 @@ struct TokenizeRequest {
   std::string model;
   bool is_chat = false;
   std::string prompt;
-  nlohmann::ordered_json messages;
-  nlohmann::ordered_json tools;
-  nlohmann::ordered_json chat_template_kwargs;
+  ChatTemplateInputs template_inputs;
   bool add_generation_prompt = true;
   bool add_special_tokens = true;  // default false for the chat form
   bool return_token_strs = false;
