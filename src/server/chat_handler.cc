@@ -39,9 +39,9 @@ ApiOr<std::string> render_chat(const ServerContext& ctx, const ChatPromptSpec& s
         "provide a chat template if the tokenizer does not define one.");
   }
   const ChatTemplateInputs& in = *spec.inputs;
-  StatusOr<std::string> text = chat_template::apply_chat_template(
-      *tmpl, in.messages, spec.add_generation_prompt, in.tools, ctx.bos_token, ctx.eos_token,
-      in.kwargs);
+  StatusOr<std::string> text =
+      chat_template::apply_chat_template(*tmpl, in.messages, spec.add_generation_prompt, in.tools,
+                                         ctx.bos_token, ctx.eos_token, in.kwargs);
   if (!text.ok()) return ApiError::bad_request("chat template error: " + text.status().message());
   if (spec.continue_final_message) {
     const Value* content = last_message_field(in, "content");
@@ -161,9 +161,8 @@ void handle_chat_completions(ServerContext& ctx, const HttpRequest& req,
   if (!model.ok()) return reply_error(*responder, model.error());
   ApiOr<std::optional<chat_template::ChatTemplate>> tmpl = request_template(ctx, *r);
   if (!tmpl.ok()) return reply_error(*responder, tmpl.error());
-  ApiOr<std::string> text =
-      render_chat(ctx, {*tmpl ? &**tmpl : nullptr, &r->template_inputs, r->add_generation_prompt,
-                        r->continue_final_message});
+  ApiOr<std::string> text = render_chat(ctx, {*tmpl ? &**tmpl : nullptr, &r->template_inputs,
+                                              r->add_generation_prompt, r->continue_final_message});
   if (!text.ok()) return reply_error(*responder, text.error());
   StructuredOutputRequest tool_constraint;
   ChatOutputOptions chat_output;

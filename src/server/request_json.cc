@@ -215,8 +215,11 @@ Out convert_element(simdjson::dom::element e) {
     std::vector<Out> items;
     items.reserve(arr.size());
     for (simdjson::dom::element item : arr) items.push_back(convert_element<Out>(item));
-    if constexpr (kToValue) return Out::list(std::move(items));
-    else return Out(std::move(items));
+    if constexpr (kToValue) {
+      return Out::list(std::move(items));
+    } else {
+      return Out(std::move(items));
+    }
   }
   if (e.get_object().get(obj) == simdjson::SUCCESS) {
     if constexpr (kToValue) {
