@@ -98,7 +98,7 @@ void read_core_sampling(FieldReader& f, SamplingFields& s) {
   s.seed = f.integer("seed");
   s.min_tokens = f.integer("min_tokens");
   s.prompt_logprobs = f.integer("prompt_logprobs");
-  s.n = static_cast<int>(std::clamp<int64_t>(f.integer("n").value_or(1), -1, kMaxN + 1));
+  s.n = static_cast<int>(std::clamp<int64_t>(f.integer("n").value_or(1), -1, Limits::kMaxN + 1));
   s.stop = f.string_or_list("stop").value_or(std::vector<std::string>{});
   s.stop_token_ids = f.int_list("stop_token_ids").value_or(std::vector<int32_t>{});
   s.ignore_eos = f.boolean("ignore_eos").value_or(false);
@@ -125,8 +125,8 @@ void validate_sampling(FieldReader& f, const SamplingFields& s) {
   if (s.top_k && *s.top_k < -1) {
     f.fail(range_error("top_k", "must be 0 or -1 (disable), or at least 1"));
   }
-  if (s.n < 1 || s.n > kMaxN) {
-    f.fail(range_error("n", "must be between 1 and " + std::to_string(kMaxN)));
+  if (s.n < 1 || s.n > Limits::kMaxN) {
+    f.fail(range_error("n", "must be between 1 and " + std::to_string(Limits::kMaxN)));
   }
   if (s.max_tokens && *s.max_tokens < 1) {
     f.fail(range_error("max_tokens", "must be at least 1, got " + std::to_string(*s.max_tokens)));
@@ -138,27 +138,30 @@ void validate_sampling(FieldReader& f, const SamplingFields& s) {
     f.fail(range_error(
         "min_tokens", "must be less than or equal to max_tokens=" + std::to_string(*s.max_tokens)));
   }
-  if (s.stop.size() > kMaxStopStrings) {
-    f.fail(range_error("stop", "may hold at most " + std::to_string(kMaxStopStrings) +
+  if (s.stop.size() > Limits::kMaxStopStrings) {
+    f.fail(range_error("stop", "may hold at most " + std::to_string(Limits::kMaxStopStrings) +
                                    " strings, got " + std::to_string(s.stop.size())));
   }
   for (const std::string& stop : s.stop) {
-    if (stop.size() > kMaxStopStringBytes) {
-      f.fail(range_error("stop", "strings may be at most " + std::to_string(kMaxStopStringBytes) +
+    if (stop.size() > Limits::kMaxStopStringBytes) {
+      f.fail(range_error("stop", "strings may be at most " +
+                                     std::to_string(Limits::kMaxStopStringBytes) +
                                      " bytes, got one of " + std::to_string(stop.size())));
       break;
     }
   }
-  if (s.stop_token_ids.size() > kMaxStopTokenIds) {
-    f.fail(range_error("stop_token_ids", "may hold at most " + std::to_string(kMaxStopTokenIds) +
-                                             " ids, got " + std::to_string(s.stop_token_ids.size())));
+  if (s.stop_token_ids.size() > Limits::kMaxStopTokenIds) {
+    f.fail(range_error("stop_token_ids",
+                       "may hold at most " + std::to_string(Limits::kMaxStopTokenIds) +
+                           " ids, got " + std::to_string(s.stop_token_ids.size())));
   }
-  if (s.logit_bias.size() > kMaxLogitBias) {
-    f.fail(range_error("logit_bias", "may hold at most " + std::to_string(kMaxLogitBias) +
+  if (s.logit_bias.size() > Limits::kMaxLogitBias) {
+    f.fail(range_error("logit_bias", "may hold at most " + std::to_string(Limits::kMaxLogitBias) +
                                          " entries, got " + std::to_string(s.logit_bias.size())));
   }
-  if (s.prompt_logprobs && (*s.prompt_logprobs < -1 || *s.prompt_logprobs > kMaxLogprobs)) {
-    f.fail(range_error("prompt_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+  if (s.prompt_logprobs && (*s.prompt_logprobs < -1 || *s.prompt_logprobs > Limits::kMaxLogprobs)) {
+    f.fail(range_error("prompt_logprobs",
+                       "must be in [0, " + std::to_string(Limits::kMaxLogprobs) + "]"));
   }
 }
 
@@ -278,21 +281,23 @@ void read_structured_outputs(FieldReader& f, SamplingFields& s) {
 void read_token_filters(FieldReader& f, SamplingFields& s) {
   if (auto ids = f.int_list("allowed_token_ids")) {
     if (ids->empty()) f.fail(range_error("allowed_token_ids", "must not be empty"));
-    if (ids->size() > kMaxAllowedTokenIds) {
-      f.fail(range_error("allowed_token_ids", "may hold at most " +
-                                                  std::to_string(kMaxAllowedTokenIds) + " ids"));
+    if (ids->size() > Limits::kMaxAllowedTokenIds) {
+      f.fail(
+          range_error("allowed_token_ids",
+                      "may hold at most " + std::to_string(Limits::kMaxAllowedTokenIds) + " ids"));
     }
     s.allowed_token_ids = std::move(*ids);
   }
   if (auto words = f.string_or_list("bad_words")) {
-    if (words->size() > kMaxBadWords) {
-      f.fail(range_error("bad_words", "may hold at most " + std::to_string(kMaxBadWords) +
+    if (words->size() > Limits::kMaxBadWords) {
+      f.fail(range_error("bad_words", "may hold at most " + std::to_string(Limits::kMaxBadWords) +
                                           " strings, got " + std::to_string(words->size())));
     }
     for (const std::string& w : *words) {
-      if (w.size() > kMaxStopStringBytes) {
-        f.fail(range_error("bad_words", "strings may be at most " +
-                                            std::to_string(kMaxStopStringBytes) + " bytes"));
+      if (w.size() > Limits::kMaxStopStringBytes) {
+        f.fail(range_error(
+            "bad_words",
+            "strings may be at most " + std::to_string(Limits::kMaxStopStringBytes) + " bytes"));
         break;
       }
     }
@@ -538,8 +543,9 @@ ApiOr<CompletionRequest> parse_completion_request(std::string_view body) {
   if (auto err = read_prompts(*prompt, &r.prompts)) return *err;
   r.echo = f.boolean("echo").value_or(false);
   if (auto lp = f.integer("logprobs")) {
-    if (*lp < 0 || *lp > kMaxLogprobs) {
-      f.fail(range_error("logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+    if (*lp < 0 || *lp > Limits::kMaxLogprobs) {
+      f.fail(
+          range_error("logprobs", "must be in [0, " + std::to_string(Limits::kMaxLogprobs) + "]"));
     }
     r.logprobs = static_cast<int>(*lp);
   }
@@ -568,8 +574,9 @@ ApiOr<ChatRequest> parse_chat_request(std::string_view body) {
   r.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   r.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs")) {
-    if (*top < 0 || *top > kMaxLogprobs) {
-      f.fail(range_error("top_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+    if (*top < 0 || *top > Limits::kMaxLogprobs) {
+      f.fail(range_error("top_logprobs",
+                         "must be in [0, " + std::to_string(Limits::kMaxLogprobs) + "]"));
     } else if (*top > 0 && !r.logprobs) {
       f.fail(ApiError::bad_request("when using `top_logprobs`, `logprobs` must be set to true.",
                                    "top_logprobs"));

@@ -105,7 +105,8 @@ TEST(CompletionRequest, HugeIntegersAreRejectedNotConverted) {
 
 TEST(CompletionRequest, ListFieldsAreBounded) {
   std::string stops = "[";
-  for (size_t i = 0; i <= kMaxStopStrings; ++i) stops += std::string(i ? "," : "") + "\"s\"";
+  for (size_t i = 0; i <= Limits::kMaxStopStrings; ++i)
+    stops += std::string(i ? "," : "") + "\"s\"";
   stops += "]";
   auto r = parse_completion_request(R"({"prompt":"x","stop":)" + stops + "}");
   ASSERT_FALSE(r.ok());
@@ -115,7 +116,7 @@ TEST(CompletionRequest, ListFieldsAreBounded) {
   ASSERT_FALSE(long_stop.ok());
   EXPECT_NE(long_stop.error().message.find("at most 4096 bytes"), std::string::npos);
   std::string ids = "[";
-  for (size_t i = 0; i <= kMaxStopTokenIds; ++i) ids += std::string(i ? "," : "") + "1";
+  for (size_t i = 0; i <= Limits::kMaxStopTokenIds; ++i) ids += std::string(i ? "," : "") + "1";
   ids += "]";
   EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","stop_token_ids":)" + ids + "}").ok());
   EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","stop":["a","b"]})").ok());
@@ -283,8 +284,8 @@ TEST(ChatRequest, AssistantToolCallTurnsRenderAsTemplatesExpect) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   const Dict& assistant = message(*r, 1);
   EXPECT_EQ(assistant.find("content")->as_string(), "");  // vLLM: null content renders as ""
-  const Value& args = field(field(assistant.find("tool_calls")->as_list()[0], "function"),
-                            "arguments");
+  const Value& args =
+      field(field(assistant.find("tool_calls")->as_list()[0], "function"), "arguments");
   EXPECT_TRUE(args.is_dict());
   EXPECT_EQ(field(args, "city").as_string(), "Paris");
   auto bad = parse_chat_request(R"({"messages":[{"role":"assistant","content":null,
