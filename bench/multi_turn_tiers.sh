@@ -10,14 +10,14 @@
 # vLLM tiered-offloading evaluation (12K + 4K x 8, 64 in flight) scaled down
 # ~12x in tokens so a sweep runs in minutes on 2 cores.
 #
-#   bench/multi_turn_tiers.sh [OUT_DIR]      (default bench/results/multi_turn_tiers)
+#   bench/multi_turn_tiers.sh [OUT_DIR]      (default docs/bench-results/multi_turn_tiers)
 # Env: MODEL (default /tmp/strata-bench/bench-small, made if missing),
 #      SWEEP (default 2,4,8,16,32), STRATA (the binary),
 #      KV_DTYPE (--kv-cache-dtype; default auto: bf16 for the bf16 bench model; when
 #      set, labels get a -DTYPE suffix), CONFIGS (default "no-offload host host+fs").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-bench/results/multi_turn_tiers}
+OUT=${1:-docs/bench-results/multi_turn_tiers}
 MODEL=${MODEL:-/tmp/strata-bench/bench-small}
 SWEEP=${SWEEP:-2,4,8,16,32}
 STRATA=${STRATA:-build/release/apps/strata/strata}

@@ -30,7 +30,7 @@ wait_healthy() {  # wait_healthy NAME PORT LOG: up to 5 minutes for $SERVER_PID
 }
 
 bandwidth() {  # the machine's read bandwidth now (ops_bench BM_MemRead, 2 threads), or n/a
-  local ops_bench="${OPS_BENCH:-$ROOT/build/release/bench/ops_bench}"
+  local ops_bench="${OPS_BENCH:-$ROOT/build/release/bench/micro/ops_bench}"
   [[ -x "$ops_bench" ]] || { echo "n/a"; return; }
   "$ops_bench" --benchmark_filter='BM_MemRead' --benchmark_min_time=0.3 2>/dev/null |
     sed -n 's/.*bytes\/s=\([0-9.]*\)G\/s.*/\1 GB\/s/p' | head -1

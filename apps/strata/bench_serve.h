@@ -1,6 +1,6 @@
 // `strata bench serve`: the serving benchmark client (vLLM's `vllm bench
 // serve` plus its multi-turn benchmark) against any OpenAI-compatible server,
-// and its sweep mode with plots. The measuring lives in src/bench; this is
+// and its sweep mode with plots. The measuring lives in bench_serve/; this is
 // the flag handling and the order of a run:
 //   probe the server (GET /v1/models) -> build the dataset -> warm-ups ->
 //   scrape /metrics -> measured run -> scrape /metrics -> print and save.
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "bench/runner.h"
-#include "bench/server_probe.h"
-#include "bench/serving_metrics.h"
+#include "bench_serve/runner.h"
+#include "bench_serve/server_probe.h"
+#include "bench_serve/serving_metrics.h"
 #include "flags.h"
 
 namespace strata::app {

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <random>
 
-#include "bench/cache_report.h"
-#include "bench/conversation_runner.h"
-#include "bench/report.h"
+#include "bench_serve/cache_report.h"
+#include "bench_serve/conversation_runner.h"
+#include "bench_serve/report.h"
 #include "bench_serve.h"
 
 namespace strata::app {

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "bench/line_plot.h"
-#include "bench/report.h"
+#include "bench_serve/line_plot.h"
+#include "bench_serve/report.h"
 #include "bench_serve.h"
 
 namespace strata::app {

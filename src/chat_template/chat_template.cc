@@ -61,20 +61,37 @@ void validate_body(const Body& body) {
   }
 }
 
-// Converts the context (which may throw on exotic JSON) and renders.
-template <typename Json, typename Convert>
-StatusOr<std::string> render_json(const Body& body, const Json& context, Convert convert,
-                                  const RenderLimits& limits) {
-  if (!context.is_object()) return invalid_argument("chat template context must be a JSON object");
+StatusOr<std::string> render_value(const Body& body, const Value& context,
+                                   const RenderLimits& limits) {
+  if (!context.is_dict()) return invalid_argument("chat template context must be a JSON object");
   try {
-    Value root = convert(context);
     Evaluator evaluator(make_default_globals(), limits);
-    return evaluator.render(body, root.as_dict());
+    return evaluator.render(body, context.as_dict());
   } catch (const TemplateError& e) {
     return to_status(e);
   } catch (const std::exception& e) {
     return internal_error(std::string("chat template render failed: ") + e.what());
   }
+}
+
+// Converts an nlohmann value (which may throw on exotic JSON).
+template <typename Json, typename Convert>
+StatusOr<Value> convert_json(const Json& json, Convert convert) {
+  try {
+    return convert(json);
+  } catch (const TemplateError& e) {
+    return to_status(e);
+  } catch (const std::exception& e) {
+    return internal_error(std::string("chat template render failed: ") + e.what());
+  }
+}
+
+template <typename Json, typename Convert>
+StatusOr<std::string> render_json(const Body& body, const Json& context, Convert convert,
+                                  const RenderLimits& limits) {
+  if (!context.is_object()) return invalid_argument("chat template context must be a JSON object");
+  STRATA_ASSIGN_OR_RETURN(Value root, convert_json(context, convert));
+  return render_value(body, root, limits);
 }
 
 }  // namespace
@@ -102,6 +119,31 @@ StatusOr<std::string> ChatTemplate::render(const nlohmann::json& context,
   return render_json(impl_->body, context, value_from_json, limits);
 }
 
+StatusOr<std::string> ChatTemplate::render(const Value& context, const RenderLimits& limits) const {
+  return render_value(impl_->body, context, limits);
+}
+
+StatusOr<std::string> apply_chat_template(const ChatTemplate& tmpl, const Value& messages,
+                                          bool add_generation_prompt, const Value& tools,
+                                          const std::string& bos_token,
+                                          const std::string& eos_token, const Value& extra_kwargs,
+                                          const RenderLimits& limits) {
+  if (!extra_kwargs.is_none() && !extra_kwargs.is_dict()) {
+    return invalid_argument("chat_template_kwargs must be a JSON object");
+  }
+  Dict context;
+  context.set("messages", messages);
+  context.set("tools", tools);
+  context.set("documents", Value::none());
+  context.set("add_generation_prompt", Value::boolean(add_generation_prompt));
+  context.set("bos_token", Value::string(bos_token));
+  context.set("eos_token", Value::string(eos_token));
+  if (extra_kwargs.is_dict()) {
+    for (const auto& [key, value] : extra_kwargs.as_dict().entries()) context.set(key, value);
+  }
+  return tmpl.render(Value::dict(std::move(context)), limits);
+}
+
 StatusOr<std::string> apply_chat_template(const ChatTemplate& tmpl,
                                           const nlohmann::ordered_json& messages,
                                           bool add_generation_prompt,
@@ -113,17 +155,11 @@ StatusOr<std::string> apply_chat_template(const ChatTemplate& tmpl,
   if (!extra_kwargs.is_null() && !extra_kwargs.is_object()) {
     return invalid_argument("chat_template_kwargs must be a JSON object");
   }
-  nlohmann::ordered_json context = nlohmann::ordered_json::object();
-  context["messages"] = messages;
-  context["tools"] = tools;
-  context["documents"] = nullptr;
-  context["add_generation_prompt"] = add_generation_prompt;
-  context["bos_token"] = bos_token;
-  context["eos_token"] = eos_token;
-  if (extra_kwargs.is_object()) {
-    for (auto it = extra_kwargs.begin(); it != extra_kwargs.end(); ++it) context[it.key()] = it.value();
-  }
-  return tmpl.render(context, limits);
+  STRATA_ASSIGN_OR_RETURN(Value messages_value, convert_json(messages, value_from_ordered_json));
+  STRATA_ASSIGN_OR_RETURN(Value tools_value, convert_json(tools, value_from_ordered_json));
+  STRATA_ASSIGN_OR_RETURN(Value kwargs_value, convert_json(extra_kwargs, value_from_ordered_json));
+  return apply_chat_template(tmpl, messages_value, add_generation_prompt, tools_value, bos_token,
+                             eos_token, kwargs_value, limits);
 }
 
 }  // namespace strata::chat_template

@@ -19,8 +19,10 @@
 // a hostile template yields an error Status rather than a crash or a runaway.
 //
 // Key order: Python dicts keep insertion order and templates expose it (e.g.
-// `tool | tojson`). Pass nlohmann::ordered_json to keep the caller's order;
-// nlohmann::json sorts object keys.
+// `tool | tojson`). A `Value` context (value.h) is rendered as it is (the
+// server converts request bodies straight into Values); nlohmann contexts are
+// converted once per render: pass nlohmann::ordered_json to keep the caller's
+// order, nlohmann::json sorts object keys.
 #pragma once
 
 #include <memory>
@@ -31,6 +33,7 @@
 
 #include "base/status.h"
 #include "chat_template/limits.h"
+#include "chat_template/value.h"
 
 namespace strata::chat_template {
 
@@ -46,6 +49,8 @@ class ChatTemplate {
   StatusOr<std::string> render(const nlohmann::ordered_json& context,
                                const RenderLimits& limits = {}) const;
   StatusOr<std::string> render(const nlohmann::json& context, const RenderLimits& limits = {}) const;
+  // `context` must be a dict.
+  StatusOr<std::string> render(const Value& context, const RenderLimits& limits = {}) const;
 
  private:
   struct Impl;
@@ -56,7 +61,13 @@ class ChatTemplate {
 // Renders with the variables transformers' apply_chat_template passes:
 // messages, tools (none when `tools` is null), documents (none),
 // add_generation_prompt, bos_token, eos_token, then every member of
-// `extra_kwargs` (an object or null; e.g. {"enable_thinking": false}).
+// `extra_kwargs` (a dict or None; e.g. {"enable_thinking": false}).
+StatusOr<std::string> apply_chat_template(const ChatTemplate& tmpl, const Value& messages,
+                                          bool add_generation_prompt, const Value& tools,
+                                          const std::string& bos_token,
+                                          const std::string& eos_token, const Value& extra_kwargs,
+                                          const RenderLimits& limits = {});
+// The same from nlohmann values (each converted once to a Value).
 StatusOr<std::string> apply_chat_template(const ChatTemplate& tmpl,
                                           const nlohmann::ordered_json& messages,
                                           bool add_generation_prompt,

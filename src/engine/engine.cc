@@ -12,6 +12,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
   if (!core.ok()) return core.status();
   engine->core_ = std::move(*core);
   engine->num_kv_blocks_ = engine->core_->num_kv_blocks();
+  engine->limits_ = RequestLimits::of(config, model.vocab_size(), engine->num_kv_blocks_);
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
   return engine;
 }
@@ -31,7 +32,7 @@ Engine::~Engine() {
 }
 
 Status Engine::add_request(EngineRequest request, OutputCallback on_output) {
-  STRATA_RETURN_IF_ERROR(EngineCore::validate(model_, config_, request));
+  STRATA_RETURN_IF_ERROR(validate_request(limits_, request));
   {
     std::lock_guard<std::mutex> lock(mu_);
     inbox_.push_back({std::move(request), std::move(on_output)});

@@ -24,6 +24,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "engine/engine_core.h"
+#include "engine/request_limits.h"
 
 namespace strata::engine {
 
@@ -38,8 +39,9 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Checks what can be checked without the engine thread (prompt length,
-  // token ids, KV capacity) and queues the request. Errors queue nothing and
+  // Checks what can be checked without the engine thread (limits(): prompt
+  // length against max_model_len, the KV cache and the step budget; token
+  // ids; max_tokens) and queues the request. Errors queue nothing and
   // never call `on_output`.
   Status add_request(EngineRequest request, OutputCallback on_output);
 
@@ -57,6 +59,7 @@ class Engine {
   const EngineConfig& config() const { return config_; }
   const model::Model& model() const { return model_; }
   int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  const RequestLimits& limits() const { return limits_; }  // fixed after create()
 
  private:
   Engine(const model::Model& model, const EngineConfig& config, int num_threads);
@@ -78,6 +81,7 @@ class Engine {
   ThreadPool pool_;
   std::unique_ptr<EngineCore> core_;
   int64_t num_kv_blocks_ = 0;
+  RequestLimits limits_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -151,7 +151,7 @@ TEST(EngineTest, InvalidRequestIsRejectedSynchronously) {
   bool called = false;
   Status s = (*engine)->add_request(greedy("big", 600, 4),
                                     [&](const RequestOutput&) { called = true; });
-  EXPECT_EQ(s.message(), "prompt has 600 tokens; --max-model-len is 512");
+  EXPECT_EQ(s.message(), "prompt has 600 tokens; the maximum model length is 512");
   EXPECT_FALSE(called);
   EXPECT_TRUE((*engine)->is_healthy());
 }

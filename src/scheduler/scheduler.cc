@@ -15,19 +15,19 @@ Status Scheduler::add_request(std::unique_ptr<Request> request) {
   const int64_t n = request->num_prompt_tokens();
   if (n == 0) return invalid_argument("the prompt is empty");
   if (n > config_.max_model_len) {
-    return invalid_argument("prompt has " + std::to_string(n) + " tokens; --max-model-len is " +
+    return invalid_argument("prompt has " + std::to_string(n) +
+                            " tokens; the maximum model length is " +
                             std::to_string(config_.max_model_len));
   }
   const int64_t capacity = int64_t{kv_.pool().num_blocks()} * kv_.block_size();
   if (n + 1 > capacity) {
     return invalid_argument("prompt has " + std::to_string(n) + " tokens; the KV cache holds " +
-                            std::to_string(capacity) + " tokens; raise --kv-cache-memory");
+                            std::to_string(capacity) + " tokens");
   }
   if (!config_.enable_chunked_prefill && n > config_.max_num_batched_tokens) {
-    return invalid_argument("prompt has " + std::to_string(n) +
-                            " tokens; --max-num-batched-tokens is " +
-                            std::to_string(config_.max_num_batched_tokens) +
-                            " and chunked prefill is off");
+    return invalid_argument(
+        "prompt has " + std::to_string(n) + " tokens; a step computes at most " +
+        std::to_string(config_.max_num_batched_tokens) + " tokens and chunked prefill is off");
   }
   if (requests_.count(request->request_id()) != 0) {
     return invalid_argument("request id '" + request->request_id() + "' is already in use");

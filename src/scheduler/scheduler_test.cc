@@ -173,7 +173,7 @@ TEST(SchedulerTest, RejectsTooLongPromptWithPreciseError) {
   Harness h(64, {.max_num_batched_tokens = 64, .max_model_len = 16});
   Status s = h.add("long", prompt_of(17, 0), 1);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.message(), "prompt has 17 tokens; --max-model-len is 16");
+  EXPECT_EQ(s.message(), "prompt has 17 tokens; the maximum model length is 16");
 }
 
 TEST(SchedulerTest, MaxNumSeqsLimitsRunningSet) {

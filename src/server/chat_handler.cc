@@ -11,14 +11,21 @@
 namespace strata::server {
 namespace {
 
+using chat_template::Value;
+
 struct ChatPromptSpec {
   const chat_template::ChatTemplate* chat_template;  // null: the server's
-  const nlohmann::ordered_json* messages;
-  const nlohmann::ordered_json* tools;
-  const nlohmann::ordered_json* kwargs;
+  const ChatTemplateInputs* inputs;
   bool add_generation_prompt;
   bool continue_final_message;
 };
+
+// A field of the conversation's last message (null when there are no
+// messages or it lacks the field).
+const Value* last_message_field(const ChatTemplateInputs& in, std::string_view name) {
+  const auto& messages = in.messages.as_list();
+  return messages.empty() ? nullptr : messages.back().as_dict().find(name);
+}
 
 // Renders the conversation; continue_final_message cuts the text right after
 // the last message's content so the model continues it.
@@ -31,16 +38,17 @@ ApiOr<std::string> render_chat(const ServerContext& ctx, const ChatPromptSpec& s
         "As of transformers v4.44, default chat template is no longer allowed, so you must "
         "provide a chat template if the tokenizer does not define one.");
   }
-  StatusOr<std::string> text = chat_template::apply_chat_template(
-      *tmpl, *spec.messages, spec.add_generation_prompt, *spec.tools, ctx.bos_token,
-      ctx.eos_token, *spec.kwargs);
+  const ChatTemplateInputs& in = *spec.inputs;
+  StatusOr<std::string> text =
+      chat_template::apply_chat_template(*tmpl, in.messages, spec.add_generation_prompt, in.tools,
+                                         ctx.bos_token, ctx.eos_token, in.kwargs);
   if (!text.ok()) return ApiError::bad_request("chat template error: " + text.status().message());
-  if (spec.continue_final_message && !spec.messages->empty()) {
-    const auto& last = spec.messages->back();
-    if (last.contains("content") && last["content"].is_string()) {
-      const std::string content = last["content"].get<std::string>();
-      size_t pos = text->rfind(content);
-      if (!content.empty() && pos != std::string::npos) text->resize(pos + content.size());
+  if (spec.continue_final_message) {
+    const Value* content = last_message_field(in, "content");
+    if (content != nullptr && content->is_string()) {
+      const std::string& last = content->as_string();
+      size_t pos = text->rfind(last);
+      if (!last.empty() && pos != std::string::npos) text->resize(pos + last.size());
     }
   }
   return std::move(*text);
@@ -136,11 +144,11 @@ std::optional<ApiError> plan_tool_calls(const ServerContext& ctx, const ChatRequ
 // that message has the reply's role ("assistant" with a generation prompt,
 // else the last message's own).
 std::string echo_text(const ChatRequest& r) {
-  if (!r.echo || r.messages.empty()) return "";
-  const auto& last = r.messages.back();
-  if (r.add_generation_prompt && last["role"] != "assistant") return "";
-  auto content = last.find("content");
-  return content != last.end() && content->is_string() ? content->get<std::string>() : "";
+  const Value* role = last_message_field(r.template_inputs, "role");
+  if (!r.echo || role == nullptr) return "";
+  if (r.add_generation_prompt && role->as_string() != "assistant") return "";
+  const Value* content = last_message_field(r.template_inputs, "content");
+  return content != nullptr && content->is_string() ? content->as_string() : "";
 }
 
 }  // namespace
@@ -153,10 +161,8 @@ void handle_chat_completions(ServerContext& ctx, const HttpRequest& req,
   if (!model.ok()) return reply_error(*responder, model.error());
   ApiOr<std::optional<chat_template::ChatTemplate>> tmpl = request_template(ctx, *r);
   if (!tmpl.ok()) return reply_error(*responder, tmpl.error());
-  ApiOr<std::string> text =
-      render_chat(ctx, {*tmpl ? &**tmpl : nullptr, &r->messages, &r->tools,
-                        &r->chat_template_kwargs, r->add_generation_prompt,
-                        r->continue_final_message});
+  ApiOr<std::string> text = render_chat(ctx, {*tmpl ? &**tmpl : nullptr, &r->template_inputs,
+                                              r->add_generation_prompt, r->continue_final_message});
   if (!text.ok()) return reply_error(*responder, text.error());
   StructuredOutputRequest tool_constraint;
   ChatOutputOptions chat_output;
@@ -210,8 +216,8 @@ void handle_tokenize(ServerContext& ctx, const HttpRequest& req,
   if (!model.ok()) return reply_error(*responder, model.error());
   std::string text = r->prompt;
   if (r->is_chat) {
-    ApiOr<std::string> rendered = render_chat(
-        ctx, {nullptr, &r->messages, &r->tools, &r->chat_template_kwargs, r->add_generation_prompt, false});
+    ApiOr<std::string> rendered =
+        render_chat(ctx, {nullptr, &r->template_inputs, r->add_generation_prompt, false});
     if (!rendered.ok()) return reply_error(*responder, rendered.error());
     text = std::move(*rendered);
   }

@@ -98,7 +98,7 @@ void read_core_sampling(FieldReader& f, SamplingFields& s) {
   s.seed = f.integer("seed");
   s.min_tokens = f.integer("min_tokens");
   s.prompt_logprobs = f.integer("prompt_logprobs");
-  s.n = static_cast<int>(std::clamp<int64_t>(f.integer("n").value_or(1), -1, kMaxN + 1));
+  s.n = static_cast<int>(std::clamp<int64_t>(f.integer("n").value_or(1), -1, Limits::kMaxN + 1));
   s.stop = f.string_or_list("stop").value_or(std::vector<std::string>{});
   s.stop_token_ids = f.int_list("stop_token_ids").value_or(std::vector<int32_t>{});
   s.ignore_eos = f.boolean("ignore_eos").value_or(false);
@@ -125,8 +125,8 @@ void validate_sampling(FieldReader& f, const SamplingFields& s) {
   if (s.top_k && *s.top_k < -1) {
     f.fail(range_error("top_k", "must be 0 or -1 (disable), or at least 1"));
   }
-  if (s.n < 1 || s.n > kMaxN) {
-    f.fail(range_error("n", "must be between 1 and " + std::to_string(kMaxN)));
+  if (s.n < 1 || s.n > Limits::kMaxN) {
+    f.fail(range_error("n", "must be between 1 and " + std::to_string(Limits::kMaxN)));
   }
   if (s.max_tokens && *s.max_tokens < 1) {
     f.fail(range_error("max_tokens", "must be at least 1, got " + std::to_string(*s.max_tokens)));
@@ -138,27 +138,30 @@ void validate_sampling(FieldReader& f, const SamplingFields& s) {
     f.fail(range_error(
         "min_tokens", "must be less than or equal to max_tokens=" + std::to_string(*s.max_tokens)));
   }
-  if (s.stop.size() > kMaxStopStrings) {
-    f.fail(range_error("stop", "may hold at most " + std::to_string(kMaxStopStrings) +
+  if (s.stop.size() > Limits::kMaxStopStrings) {
+    f.fail(range_error("stop", "may hold at most " + std::to_string(Limits::kMaxStopStrings) +
                                    " strings, got " + std::to_string(s.stop.size())));
   }
   for (const std::string& stop : s.stop) {
-    if (stop.size() > kMaxStopStringBytes) {
-      f.fail(range_error("stop", "strings may be at most " + std::to_string(kMaxStopStringBytes) +
+    if (stop.size() > Limits::kMaxStopStringBytes) {
+      f.fail(range_error("stop", "strings may be at most " +
+                                     std::to_string(Limits::kMaxStopStringBytes) +
                                      " bytes, got one of " + std::to_string(stop.size())));
       break;
     }
   }
-  if (s.stop_token_ids.size() > kMaxStopTokenIds) {
-    f.fail(range_error("stop_token_ids", "may hold at most " + std::to_string(kMaxStopTokenIds) +
-                                             " ids, got " + std::to_string(s.stop_token_ids.size())));
+  if (s.stop_token_ids.size() > Limits::kMaxStopTokenIds) {
+    f.fail(range_error("stop_token_ids",
+                       "may hold at most " + std::to_string(Limits::kMaxStopTokenIds) +
+                           " ids, got " + std::to_string(s.stop_token_ids.size())));
   }
-  if (s.logit_bias.size() > kMaxLogitBias) {
-    f.fail(range_error("logit_bias", "may hold at most " + std::to_string(kMaxLogitBias) +
+  if (s.logit_bias.size() > Limits::kMaxLogitBias) {
+    f.fail(range_error("logit_bias", "may hold at most " + std::to_string(Limits::kMaxLogitBias) +
                                          " entries, got " + std::to_string(s.logit_bias.size())));
   }
-  if (s.prompt_logprobs && (*s.prompt_logprobs < -1 || *s.prompt_logprobs > kMaxLogprobs)) {
-    f.fail(range_error("prompt_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+  if (s.prompt_logprobs && (*s.prompt_logprobs < -1 || *s.prompt_logprobs > Limits::kMaxLogprobs)) {
+    f.fail(range_error("prompt_logprobs",
+                       "must be in [0, " + std::to_string(Limits::kMaxLogprobs) + "]"));
   }
 }
 
@@ -278,21 +281,23 @@ void read_structured_outputs(FieldReader& f, SamplingFields& s) {
 void read_token_filters(FieldReader& f, SamplingFields& s) {
   if (auto ids = f.int_list("allowed_token_ids")) {
     if (ids->empty()) f.fail(range_error("allowed_token_ids", "must not be empty"));
-    if (ids->size() > kMaxAllowedTokenIds) {
-      f.fail(range_error("allowed_token_ids", "may hold at most " +
-                                                  std::to_string(kMaxAllowedTokenIds) + " ids"));
+    if (ids->size() > Limits::kMaxAllowedTokenIds) {
+      f.fail(
+          range_error("allowed_token_ids",
+                      "may hold at most " + std::to_string(Limits::kMaxAllowedTokenIds) + " ids"));
     }
     s.allowed_token_ids = std::move(*ids);
   }
   if (auto words = f.string_or_list("bad_words")) {
-    if (words->size() > kMaxBadWords) {
-      f.fail(range_error("bad_words", "may hold at most " + std::to_string(kMaxBadWords) +
+    if (words->size() > Limits::kMaxBadWords) {
+      f.fail(range_error("bad_words", "may hold at most " + std::to_string(Limits::kMaxBadWords) +
                                           " strings, got " + std::to_string(words->size())));
     }
     for (const std::string& w : *words) {
-      if (w.size() > kMaxStopStringBytes) {
-        f.fail(range_error("bad_words", "strings may be at most " +
-                                            std::to_string(kMaxStopStringBytes) + " bytes"));
+      if (w.size() > Limits::kMaxStopStringBytes) {
+        f.fail(range_error(
+            "bad_words",
+            "strings may be at most " + std::to_string(Limits::kMaxStopStringBytes) + " bytes"));
         break;
       }
     }
@@ -382,103 +387,140 @@ std::optional<ApiError> read_prompts(simdjson::dom::element e, std::vector<Promp
   return std::nullopt;
 }
 
+using chat_template::Dict;
+using chat_template::Value;
+using chat_template::ValueList;
+
 // Joins text parts as vLLM's "string" content format does (a null or absent
 // content becomes ""); other parts are not supported by a text-only model.
-std::optional<ApiError> normalize_content(nlohmann::ordered_json& message) {
-  auto it = message.find("content");
-  if (it == message.end() || it->is_null()) {
-    message["content"] = "";
+std::optional<ApiError> normalize_content(Dict& message) {
+  const Value* content = message.find("content");
+  if (content == nullptr || content->is_none()) {
+    message.set("content", Value::string(""));
     return std::nullopt;
   }
-  if (!it->is_array()) return std::nullopt;
+  if (!content->is_list()) return std::nullopt;
   std::string text;
-  for (const auto& part : *it) {
-    auto type = part.is_object() ? part.find("type") : part.end();
-    if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" ||
-        !part.contains("text") || !part["text"].is_string()) {
+  for (const Value& part : content->as_list()) {
+    const Value* type = part.is_dict() ? part.as_dict().find("type") : nullptr;
+    const Value* part_text = part.is_dict() ? part.as_dict().find("text") : nullptr;
+    if (type == nullptr || !type->is_string() || type->as_string() != "text" ||
+        part_text == nullptr || !part_text->is_string()) {
       return ApiError::bad_request(
           "only text content parts ({\"type\":\"text\",\"text\":...}) "
           "are supported",
           "messages");
     }
     if (!text.empty()) text += "\n";
-    text += part["text"].get<std::string>();
+    text += part_text->as_string();
   }
-  *it = text;
+  message.set("content", Value::string(std::move(text)));
+  return std::nullopt;
+}
+
+Dict without_key(const Dict& d, std::string_view key) {
+  Dict out;
+  for (const auto& [k, v] : d.entries()) {
+    if (k != key) out.set(k, v);
+  }
+  return out;
+}
+
+// A tool call's arguments as templates expect them: an object, parsed from
+// the OpenAI format's JSON string; none (or "", as a client reassembling an
+// empty stream gives) is {}, as in vLLM. Other types are kept.
+std::optional<ApiError> parse_arguments(Dict& function) {
+  const Value* args = function.find("arguments");
+  if (args == nullptr || args->is_none() || (args->is_string() && args->as_string().empty())) {
+    function.set("arguments", Value::dict({}));
+    return std::nullopt;
+  }
+  if (!args->is_string()) return std::nullopt;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(args->as_string()).get(doc) != simdjson::SUCCESS) {
+    return ApiError::bad_request(
+        "tool call arguments must be a JSON string, got " + args->as_string().substr(0, 64),
+        "messages");
+  }
+  function.set("arguments", to_template_value(doc));
   return std::nullopt;
 }
 
 // An assistant turn's tool calls carry their arguments as a JSON string (the
 // OpenAI format); chat templates expect an object, so, as vLLM does, the
 // string is parsed before rendering.
-std::optional<ApiError> normalize_tool_calls(nlohmann::ordered_json& message) {
-  auto it = message.find("tool_calls");
-  if (it == message.end()) return std::nullopt;
-  if (it->is_null()) {
-    message.erase(it);
+std::optional<ApiError> normalize_tool_calls(Dict& message) {
+  const Value* calls = message.find("tool_calls");
+  if (calls == nullptr) return std::nullopt;
+  if (calls->is_none()) {
+    message = without_key(message, "tool_calls");
     return std::nullopt;
   }
-  if (!it->is_array()) return ApiError::bad_request("'tool_calls' must be a list", "messages");
-  for (auto& call : *it) {
-    if (!call.is_object()) {
+  if (!calls->is_list()) return ApiError::bad_request("'tool_calls' must be a list", "messages");
+  ValueList normalized;
+  for (const Value& call : calls->as_list()) {
+    if (!call.is_dict()) {
       return ApiError::bad_request("each tool call must be an object", "messages");
     }
-    auto fn = call.find("function");
-    if (fn == call.end() || !fn->is_object()) continue;
-    auto args = fn->find("arguments");
-    // A call without arguments (or "", as a client reassembling an empty
-    // stream gives) takes none, as vLLM's {}.
-    if (args == fn->end() || args->is_null() ||
-        (args->is_string() && args->get<std::string>().empty())) {
-      (*fn)["arguments"] = nlohmann::ordered_json::object();
+    const Value* fn = call.as_dict().find("function");
+    if (fn == nullptr || !fn->is_dict()) {
+      normalized.push_back(call);
       continue;
     }
-    if (!args->is_string()) continue;
-    nlohmann::ordered_json parsed =
-        nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) {
-      return ApiError::bad_request("tool call arguments must be a JSON string, got " +
-                                       args->get<std::string>().substr(0, 64),
-                                   "messages");
-    }
-    *args = std::move(parsed);
+    Dict function = fn->as_dict();
+    if (auto err = parse_arguments(function)) return err;
+    Dict with_args = call.as_dict();
+    with_args.set("function", Value::dict(std::move(function)));
+    normalized.push_back(Value::dict(std::move(with_args)));
   }
+  message.set("tool_calls", Value::list(std::move(normalized)));
   return std::nullopt;
 }
 
-std::optional<ApiError> read_messages(FieldReader& f, nlohmann::ordered_json* messages) {
+std::optional<ApiError> read_messages(FieldReader& f, Value* messages) {
   auto e = f.element("messages");
   if (!e) return ApiError::bad_request("'messages' is required", "messages");
-  if (!e->is_array()) {
+  simdjson::dom::array list;
+  if (e->get_array().get(list) != simdjson::SUCCESS) {
     return ApiError::bad_request(
         std::string("'messages' must be a list, got ") + json_type_phrase(*e), "messages");
   }
-  *messages = to_ordered_json(*e);
-  for (auto& m : *messages) {
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+  ValueList out;
+  for (simdjson::dom::element m : list) {
+    const Value converted = to_template_value(m);
+    const Value* role = converted.is_dict() ? converted.as_dict().find("role") : nullptr;
+    if (role == nullptr || !role->is_string()) {
       return ApiError::bad_request("each message must be an object with a string 'role'",
                                    "messages");
     }
-    if (auto err = normalize_content(m)) return err;
-    if (m["role"] == "assistant") {
-      if (auto err = normalize_tool_calls(m)) return err;
+    const bool is_assistant = role->as_string() == "assistant";
+    Dict message = converted.as_dict();
+    if (auto err = normalize_content(message)) return err;
+    if (is_assistant) {
+      if (auto err = normalize_tool_calls(message)) return err;
     }
+    out.push_back(Value::dict(std::move(message)));
   }
+  *messages = Value::list(std::move(out));
   return std::nullopt;
 }
 
-void read_template_fields(FieldReader& f, nlohmann::ordered_json* tools,
-                          nlohmann::ordered_json* kwargs) {
+// tools and chat_template_kwargs for the template; `tools_json` (may be null)
+// receives the tools for the tool-calling side.
+void read_template_fields(FieldReader& f, ChatTemplateInputs* inputs,
+                          nlohmann::ordered_json* tools_json) {
   if (auto t = f.element("tools")) {
-    if (!t->is_array()) {
+    simdjson::dom::array tools;
+    if (t->get_array().get(tools) != simdjson::SUCCESS) {
       f.fail(ApiError::bad_request("'tools' must be a list", "tools"));
-    } else {
-      *tools = to_ordered_json(*t);
-      if (tools->empty()) *tools = nullptr;
+    } else if (tools.size() > 0) {
+      inputs->tools = to_template_value(*t);
+      if (tools_json != nullptr) *tools_json = to_ordered_json(*t);
     }
   }
   if (f.object("chat_template_kwargs")) {
-    *kwargs = to_ordered_json(*f.element("chat_template_kwargs"));
+    inputs->kwargs = to_template_value(*f.element("chat_template_kwargs"));
   }
 }
 
@@ -501,8 +543,9 @@ ApiOr<CompletionRequest> parse_completion_request(std::string_view body) {
   if (auto err = read_prompts(*prompt, &r.prompts)) return *err;
   r.echo = f.boolean("echo").value_or(false);
   if (auto lp = f.integer("logprobs")) {
-    if (*lp < 0 || *lp > kMaxLogprobs) {
-      f.fail(range_error("logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+    if (*lp < 0 || *lp > Limits::kMaxLogprobs) {
+      f.fail(
+          range_error("logprobs", "must be in [0, " + std::to_string(Limits::kMaxLogprobs) + "]"));
     }
     r.logprobs = static_cast<int>(*lp);
   }
@@ -520,8 +563,8 @@ ApiOr<ChatRequest> parse_chat_request(std::string_view body) {
   FieldReader f(json.root());
   ChatRequest r;
   r.model = f.string("model").value_or("");
-  if (auto err = read_messages(f, &r.messages)) return *err;
-  read_template_fields(f, &r.tools, &r.chat_template_kwargs);
+  if (auto err = read_messages(f, &r.template_inputs.messages)) return *err;
+  read_template_fields(f, &r.template_inputs, &r.tools);
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   r.continue_final_message = f.boolean("continue_final_message").value_or(false);
   if (r.add_generation_prompt && r.continue_final_message) {
@@ -531,8 +574,9 @@ ApiOr<ChatRequest> parse_chat_request(std::string_view body) {
   r.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   r.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs")) {
-    if (*top < 0 || *top > kMaxLogprobs) {
-      f.fail(range_error("top_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "]"));
+    if (*top < 0 || *top > Limits::kMaxLogprobs) {
+      f.fail(range_error("top_logprobs",
+                         "must be in [0, " + std::to_string(Limits::kMaxLogprobs) + "]"));
     } else if (*top > 0 && !r.logprobs) {
       f.fail(ApiError::bad_request("when using `top_logprobs`, `logprobs` must be set to true.",
                                    "top_logprobs"));
@@ -559,8 +603,8 @@ ApiOr<TokenizeRequest> parse_tokenize_request(std::string_view body) {
   r.return_token_strs = f.boolean("return_token_strs").value_or(false);
   if (f.has("messages")) {
     r.is_chat = true;
-    if (auto err = read_messages(f, &r.messages)) return *err;
-    read_template_fields(f, &r.tools, &r.chat_template_kwargs);
+    if (auto err = read_messages(f, &r.template_inputs.messages)) return *err;
+    read_template_fields(f, &r.template_inputs, nullptr);
     r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
     r.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   } else {

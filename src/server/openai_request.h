@@ -19,19 +19,15 @@
 #include <utility>
 #include <vector>
 
+#include "chat_template/value.h"
+#include "engine/request_limits.h"
 #include "scheduler/kv_connector.h"
 #include "server/api_error.h"
 
 namespace strata::server {
 
-inline constexpr int kMaxLogprobs = 20;  // vLLM's --max-logprobs default
-inline constexpr int kMaxN = 128;
-// Bounds on list fields, so one request cannot make the server do unbounded
-// work per token (documented in SECURITY.md).
-inline constexpr size_t kMaxStopStrings = 64;
-inline constexpr size_t kMaxStopStringBytes = 4096;
-inline constexpr size_t kMaxStopTokenIds = 1024;
-inline constexpr size_t kMaxLogitBias = 4096;
+// The bounds on n, logprobs and list fields are engine::RequestLimits'.
+using Limits = engine::RequestLimits;
 
 // A structured-output constraint, from vLLM's `structured_outputs` (json,
 // regex, choice, grammar, json_object), the older `guided_*` fields, or
@@ -44,9 +40,6 @@ struct StructuredOutputRequest {
   bool strict = false;               // response_format json_schema.strict
   std::string param;                 // the request field it came from (errors)
 };
-
-inline constexpr size_t kMaxBadWords = 1024;
-inline constexpr size_t kMaxAllowedTokenIds = 1 << 20;
 
 // Fields shared by completions and chat (OpenAI + vLLM extras). Absent
 // optionals take the server's defaults (generation_config.json, then neutral).
@@ -97,11 +90,23 @@ struct ToolChoice {
   bool given = false;  // present in the request (else: auto with tools, none without)
 };
 
+// What the chat template renders, converted once, straight from the request
+// body's DOM into the template's values.
+struct ChatTemplateInputs {
+  // A list of dicts: content parts joined into strings (null content = ""),
+  // assistant tool-call arguments parsed from their JSON strings.
+  chat_template::Value messages = chat_template::Value::list({});
+  chat_template::Value tools = chat_template::Value::none();  // None when absent or []
+  chat_template::Value kwargs =
+      chat_template::Value::none();  // chat_template_kwargs: None or a dict
+};
+
 struct ChatRequest {
   std::string model;
-  nlohmann::ordered_json messages;              // content parts joined into strings
-  nlohmann::ordered_json tools;                 // null when absent
-  nlohmann::ordered_json chat_template_kwargs;  // null or an object
+  ChatTemplateInputs template_inputs;
+  // The tools again for the tool-calling side, whose consumers take nlohmann
+  // (tool_choice schemas, parsers' parameter types): null when absent or [].
+  nlohmann::ordered_json tools;
   bool add_generation_prompt = true;
   bool continue_final_message = false;
   bool add_special_tokens = false;  // the template emits BOS
@@ -118,9 +123,7 @@ struct TokenizeRequest {
   std::string model;
   bool is_chat = false;
   std::string prompt;
-  nlohmann::ordered_json messages;
-  nlohmann::ordered_json tools;
-  nlohmann::ordered_json chat_template_kwargs;
+  ChatTemplateInputs template_inputs;
   bool add_generation_prompt = true;
   bool add_special_tokens = true;  // default false for the chat form
   bool return_token_strs = false;

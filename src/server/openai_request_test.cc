@@ -5,6 +5,19 @@
 namespace strata::server {
 namespace {
 
+using chat_template::Dict;
+using chat_template::Value;
+
+const Dict& message(const ChatRequest& r, size_t idx) {
+  return r.template_inputs.messages.as_list().at(idx).as_dict();
+}
+
+const Value& field(const Value& dict, std::string_view name) {
+  static const Value missing;
+  const Value* v = dict.is_dict() ? dict.as_dict().find(name) : nullptr;
+  return v != nullptr ? *v : missing;
+}
+
 TEST(CompletionRequest, PromptForms) {
   auto r = parse_completion_request(R"({"model":"m","prompt":"hi","max_tokens":5})");
   ASSERT_TRUE(r.ok());
@@ -92,7 +105,8 @@ TEST(CompletionRequest, HugeIntegersAreRejectedNotConverted) {
 
 TEST(CompletionRequest, ListFieldsAreBounded) {
   std::string stops = "[";
-  for (size_t i = 0; i <= kMaxStopStrings; ++i) stops += std::string(i ? "," : "") + "\"s\"";
+  for (size_t i = 0; i <= Limits::kMaxStopStrings; ++i)
+    stops += std::string(i ? "," : "") + "\"s\"";
   stops += "]";
   auto r = parse_completion_request(R"({"prompt":"x","stop":)" + stops + "}");
   ASSERT_FALSE(r.ok());
@@ -102,7 +116,7 @@ TEST(CompletionRequest, ListFieldsAreBounded) {
   ASSERT_FALSE(long_stop.ok());
   EXPECT_NE(long_stop.error().message.find("at most 4096 bytes"), std::string::npos);
   std::string ids = "[";
-  for (size_t i = 0; i <= kMaxStopTokenIds; ++i) ids += std::string(i ? "," : "") + "1";
+  for (size_t i = 0; i <= Limits::kMaxStopTokenIds; ++i) ids += std::string(i ? "," : "") + "1";
   ids += "]";
   EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","stop_token_ids":)" + ids + "}").ok());
   EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","stop":["a","b"]})").ok());
@@ -268,10 +282,12 @@ TEST(ChatRequest, AssistantToolCallTurnsRenderAsTemplatesExpect) {
         "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
       {"role":"tool","tool_call_id":"call_1","content":"22"}]})");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  const auto& assistant = r->messages[1];
-  EXPECT_EQ(assistant["content"], "");  // vLLM: null content renders as ""
-  EXPECT_TRUE(assistant["tool_calls"][0]["function"]["arguments"].is_object());
-  EXPECT_EQ(assistant["tool_calls"][0]["function"]["arguments"]["city"], "Paris");
+  const Dict& assistant = message(*r, 1);
+  EXPECT_EQ(assistant.find("content")->as_string(), "");  // vLLM: null content renders as ""
+  const Value& args =
+      field(field(assistant.find("tool_calls")->as_list()[0], "function"), "arguments");
+  EXPECT_TRUE(args.is_dict());
+  EXPECT_EQ(field(args, "city").as_string(), "Paris");
   auto bad = parse_chat_request(R"({"messages":[{"role":"assistant","content":null,
       "tool_calls":[{"type":"function","function":{"name":"f","arguments":"{not json"}}]}]})");
   ASSERT_FALSE(bad.ok());
@@ -281,8 +297,9 @@ TEST(ChatRequest, AssistantToolCallTurnsRenderAsTemplatesExpect) {
       "tool_calls":[{"type":"function","function":{"name":"f","arguments":""}},
                     {"type":"function","function":{"name":"g"}}]}]})");
   ASSERT_TRUE(empty.ok()) << empty.error().message;
-  for (const auto& call : empty->messages[0]["tool_calls"]) {
-    EXPECT_EQ(call["function"]["arguments"], nlohmann::ordered_json::object());
+  for (const Value& call : message(*empty, 0).find("tool_calls")->as_list()) {
+    const Value& arguments = field(field(call, "function"), "arguments");
+    EXPECT_TRUE(arguments.is_dict() && arguments.as_dict().size() == 0);
   }
   // Content parts with a non-string type are a 400, not an exception.
   auto typed = parse_chat_request(R"({"messages":[{"role":"user","content":[{"type":1,"text":"x"}]}]})");
@@ -311,15 +328,37 @@ TEST(ChatRequest, MessagesToolsAndTemplateFields) {
       R"("chat_template_kwargs":{"enable_thinking":false},"max_completion_tokens":7,)"
       R"("max_tokens":3,"logprobs":true,"top_logprobs":2})");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->messages[1]["content"], "a\nb");
+  EXPECT_EQ(message(*r, 1).find("content")->as_string(), "a\nb");
   // Key order survives (templates render tools with tojson).
   EXPECT_EQ(r->tools.dump(),
             R"([{"type":"function","function":{"name":"f","parameters":{"z":1,"a":2}}}])");
-  EXPECT_EQ(r->chat_template_kwargs["enable_thinking"], false);
+  // The template sees the same order.
+  EXPECT_EQ(field(field(r->template_inputs.tools.as_list()[0], "function"), "parameters")
+                .as_dict()
+                .entries()[0]
+                .first,
+            "z");
+  EXPECT_FALSE(field(r->template_inputs.kwargs, "enable_thinking").truthy());
+  EXPECT_TRUE(field(r->template_inputs.kwargs, "enable_thinking").is_bool());
   EXPECT_EQ(*r->sampling.max_tokens, 7);
   EXPECT_TRUE(r->logprobs);
   EXPECT_EQ(r->top_logprobs, 2);
   EXPECT_FALSE(r->add_special_tokens);
+}
+
+TEST(ChatRequest, TemplateValuesKeepJsonNumbersAndDuplicateKeys) {
+  auto r = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"x","i":1,"f":1.0,"u":18446744073709551615,)"
+      R"("b":true,"z":null,"i":2}]})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Dict& m = message(*r, 0);
+  EXPECT_TRUE(m.find("i")->is_int());
+  EXPECT_EQ(m.find("i")->as_int(), 2);  // the last value, in the first place
+  EXPECT_EQ(m.entries()[2].first, "i");
+  EXPECT_TRUE(m.find("f")->is_float());
+  EXPECT_TRUE(m.find("u")->is_float());
+  EXPECT_TRUE(m.find("b")->is_bool());
+  EXPECT_TRUE(m.find("z")->is_none());
 }
 
 TEST(ChatRequest, Errors) {

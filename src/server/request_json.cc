@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <limits>
+#include <type_traits>
 
 namespace strata::server {
 namespace {
@@ -196,7 +197,13 @@ std::optional<simdjson::dom::object> FieldReader::object(std::string_view name) 
   return obj;
 }
 
-nlohmann::ordered_json to_ordered_json(simdjson::dom::element e) {
+namespace {
+
+// One walk of the DOM for both targets, so the two agree on key order (a
+// repeated key keeps its first place and its last value) and on numbers.
+template <typename Out>
+Out convert_element(simdjson::dom::element e) {
+  constexpr bool kToValue = std::is_same_v<Out, chat_template::Value>;
   simdjson::dom::array arr;
   simdjson::dom::object obj;
   std::string_view str;
@@ -205,22 +212,52 @@ nlohmann::ordered_json to_ordered_json(simdjson::dom::element e) {
   double d = 0;
   bool b = false;
   if (e.get_array().get(arr) == simdjson::SUCCESS) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (simdjson::dom::element item : arr) out.push_back(to_ordered_json(item));
-    return out;
+    std::vector<Out> items;
+    items.reserve(arr.size());
+    for (simdjson::dom::element item : arr) items.push_back(convert_element<Out>(item));
+    if constexpr (kToValue) {
+      return Out::list(std::move(items));
+    } else {
+      return Out(std::move(items));
+    }
   }
   if (e.get_object().get(obj) == simdjson::SUCCESS) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::object();
-    for (simdjson::dom::key_value_pair kv : obj)
-      out[std::string(kv.key)] = to_ordered_json(kv.value);
-    return out;
+    if constexpr (kToValue) {
+      chat_template::Dict dict;
+      for (auto kv : obj) dict.set(std::string(kv.key), convert_element<Out>(kv.value));
+      return Out::dict(std::move(dict));
+    } else {
+      Out out = Out::object();
+      for (auto kv : obj) out[std::string(kv.key)] = convert_element<Out>(kv.value);
+      return out;
+    }
   }
-  if (e.get_string().get(str) == simdjson::SUCCESS) return std::string(str);
-  if (e.get_int64().get(i) == simdjson::SUCCESS) return i;
-  if (e.get_uint64().get(u) == simdjson::SUCCESS) return u;
-  if (e.get_double().get(d) == simdjson::SUCCESS) return d;
-  if (e.get_bool().get(b) == simdjson::SUCCESS) return b;
-  return nullptr;
+  if constexpr (kToValue) {
+    // Value's integers are int64; larger ones become floats.
+    if (e.get_string().get(str) == simdjson::SUCCESS) return Out::string(std::string(str));
+    if (e.get_int64().get(i) == simdjson::SUCCESS) return Out::integer(i);
+    if (e.get_uint64().get(u) == simdjson::SUCCESS) return Out::floating(static_cast<double>(u));
+    if (e.get_double().get(d) == simdjson::SUCCESS) return Out::floating(d);
+    if (e.get_bool().get(b) == simdjson::SUCCESS) return Out::boolean(b);
+    return Out::none();
+  } else {
+    if (e.get_string().get(str) == simdjson::SUCCESS) return Out(std::string(str));
+    if (e.get_int64().get(i) == simdjson::SUCCESS) return Out(i);
+    if (e.get_uint64().get(u) == simdjson::SUCCESS) return Out(u);
+    if (e.get_double().get(d) == simdjson::SUCCESS) return Out(d);
+    if (e.get_bool().get(b) == simdjson::SUCCESS) return Out(b);
+    return Out(nullptr);
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_ordered_json(simdjson::dom::element e) {
+  return convert_element<nlohmann::ordered_json>(e);
+}
+
+chat_template::Value to_template_value(simdjson::dom::element e) {
+  return convert_element<chat_template::Value>(e);
 }
 
 }  // namespace strata::server

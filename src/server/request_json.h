@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat_template/value.h"
 #include "server/api_error.h"
 
 namespace strata::server {
@@ -63,8 +64,14 @@ class FieldReader {
 
 // "a string", "a number", ... for messages.
 const char* json_type_phrase(simdjson::dom::element e);
-// Converts a DOM element to nlohmann::ordered_json, keeping key order.
+// Converts a DOM element to nlohmann::ordered_json, keeping key order, for
+// consumers that take nlohmann (tool schemas and tool parameter types).
 nlohmann::ordered_json to_ordered_json(simdjson::dom::element e);
+// Converts a DOM element straight to the chat template's Value (what the
+// template renders), keeping key order (a repeated key keeps its first place
+// and its last value); integers above 2^63-1 become floats (Value's integers
+// are int64).
+chat_template::Value to_template_value(simdjson::dom::element e);
 // Reads a token id list element ([1,2,3]); false if not a list of ints in int32.
 bool read_token_ids(simdjson::dom::element e, std::vector<int32_t>* ids);
 

@@ -109,6 +109,36 @@ StatusOr<std::string> constraint_gbnf(const ServerConfig& config,
   return invalid_argument("no constraint");
 }
 
+// The user-facing words for a prompt over a limit: vLLM's where it has
+// them, else the flag that raises the limit.
+ApiError prompt_limit_error(const engine::PromptLimitBreach& breach) {
+  using Kind = engine::PromptLimitBreach::Kind;
+  const std::string len = std::to_string(breach.num_tokens);
+  const std::string limit = std::to_string(breach.limit);
+  switch (breach.kind) {
+    case Kind::kEmpty:
+      return ApiError::bad_request("The prompt is empty.", "prompt");
+    case Kind::kModelLen:
+      return ApiError::bad_request("This model's maximum context length is " + limit +
+                                       " tokens. However, your request has " + len +
+                                       " input tokens. Please reduce the length of the input "
+                                       "messages.",
+                                   "input_tokens");
+    case Kind::kKvCache:
+      return ApiError::bad_request("The prompt has " + len + " tokens but the KV cache holds " +
+                                       limit + " tokens; raise --kv-cache-memory.",
+                                   "input_tokens");
+    case Kind::kStepBudget:
+      return ApiError::bad_request(
+          "The prompt has " + len + " tokens but --max-num-batched-tokens is " + limit +
+              " and chunked prefill is off; raise it or enable chunked prefill.",
+          "input_tokens");
+    case Kind::kNone:
+      break;
+  }
+  return ApiError::internal("prompt limit check failed");
+}
+
 }  // namespace
 
 std::optional<ApiError> add_structured_output(ServerContext& ctx,
@@ -172,16 +202,14 @@ ApiOr<JobOptions> make_job_options(ServerContext& ctx, const SamplingFields& f) 
 std::optional<ApiError> resolve_max_tokens(const ServerContext& ctx, const SamplingFields& f,
                                            bool is_chat, const std::vector<JobPrompt>& prompts,
                                            JobOptions* options) {
-  const int64_t max_len = ctx.config.max_model_len;
+  const engine::RequestLimits& limits = ctx.engine->limits();
+  const int64_t max_len = limits.max_model_len;
   for (const JobPrompt& p : prompts) {
     const int64_t len = static_cast<int64_t>(p.token_ids.size());
-    if (len == 0) return ApiError::bad_request("The prompt is empty.", "prompt");
-    if (len >= max_len) {
-      return ApiError::bad_request(
-          "This model's maximum context length is " + std::to_string(max_len) +
-              " tokens. However, your request has " + std::to_string(len) +
-              " input tokens. Please reduce the length of the input messages.",
-          "input_tokens");
+    // The prompt and at least one generated token must fit.
+    if (engine::PromptLimitBreach breach =
+            engine::check_prompt_length(limits, len, /*num_new_tokens=*/1)) {
+      return prompt_limit_error(breach);
     }
     const int64_t room = max_len - len;
     int64_t max_tokens = 0;

@@ -1,7 +1,8 @@
 // Turns the parsed OpenAI sampling fields into what a GenerationJob runs with:
 // server defaults applied (request > generation_config.json > neutral),
 // token ids checked against the vocabulary, max_tokens resolved per prompt
-// against --max-model-len with vLLM's error messages, ids and timestamps.
+// against the engine's RequestLimits with vLLM's error messages, ids and
+// timestamps.
 //
 // Thread-safety: I/O thread (uses the context's RNG and request counter).
 #pragma once
@@ -35,7 +36,10 @@ std::optional<ApiError> add_structured_output(ServerContext& ctx,
                                               const StructuredOutputRequest& request,
                                               JobOptions* options);
 
-// Checks every prompt against max_model_len and sets options->max_tokens.
+// Checks every prompt against the engine's limits (engine/request_limits.h:
+// max_model_len, the KV cache, the step budget), worded for HTTP clients
+// with vLLM's messages and the flags that raise each limit, and sets
+// options->max_tokens.
 // Default when the request gives none: 16 (completions) or the remaining
 // context (chat; capped by generation_config's max_new_tokens).
 std::optional<ApiError> resolve_max_tokens(const ServerContext& ctx, const SamplingFields& fields,

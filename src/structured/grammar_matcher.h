@@ -31,7 +31,7 @@
 // Costs (152K vocabulary): first use of a stack-top context ~ one trie walk
 // (~1-3 ms); a cached step ~ 10-20 us plus the re-checked tokens; accept_token
 // ~ the token's length in hash lookups. Measured on Qwen2.5 forcing JSON
-// documents (bench/structured_bench.cc, one core): ~150 us per token on the
+// documents (bench/micro/structured_bench.cc, one core): ~150 us per token on the
 // first request of a grammar, ~10-18 us per token on later ones.
 // Assumptions: grammars whose stacks grow with every consumed character
 // (non-tail recursion such as a ::= "x" a "y") or highly ambiguous nested
@@ -61,7 +61,7 @@ class StackPool;
 class GrammarMatcher {
  public:
   // Frames (the top included) a cached mask entry looks at before a token's fate depends on
-  // the rest of the stack. Measured on Qwen2.5 (bench/structured_bench.cc): 3 keeps the
+  // the rest of the stack. Measured on Qwen2.5 (bench/micro/structured_bench.cc): 3 keeps the
   // number of distinct entries (each one vocabulary walk) low while the re-checked tokens
   // stay few; 2 re-checks thousands of tokens per step inside nested JSON strings, 4-6 make
   // the first request 4x slower.
