@@ -20,7 +20,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/test_model_fixture.h"
-#include "offload/tiers/s3_test_server.h"
+#include "offload/tiers/testing/s3_test_server.h"
 #include "ops/ops.h"
 
 namespace strata::engine {

@@ -175,7 +175,7 @@ Status parse_obj_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier)
   return parse_tier_common_keys(r, tier);
 }
 
-// The peer tier (offload/tiers/p2p_tier.h). vLLM's "backends" (its transfer
+// The peer tier (offload/tiers/p2p/p2p_tier.h). vLLM's "backends" (its transfer
 // library) is accepted and ignored: Strata moves chunks over plain TCP.
 Status parse_p2p_tier(const ObjectReader& r, offload::SecondaryTierConfig& tier) {
   STRATA_RETURN_IF_ERROR(

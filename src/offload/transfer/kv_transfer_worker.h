@@ -2,7 +2,7 @@
 // slots on a thread of its own: the CPU counterpart of a DMA engine with a
 // copy stream. Jobs have ids; completion is polled by the engine thread.
 //
-// Canonical slot layout (offload/tiers/chunk_format.h): per layer, K of the
+// Canonical slot layout (offload/tiers/common/chunk_format.h): per layer, K of the
 // chunk's tokens then V, each [tokens, kv_heads, head_dim]. KV-pool block
 // j of a chunk occupies tokens [j * block_size, (j + 1) * block_size).
 //
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "attention/kv_arena.h"
-#include "offload/tiers/chunk_format.h"
-#include "offload/tiers/secondary_tier.h"
+#include "offload/tiers/common/chunk_format.h"
+#include "offload/tiers/common/secondary_tier.h"
 
 namespace strata::offload {
 

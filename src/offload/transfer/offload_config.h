@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "offload/tiers/fs_tier.h"
-#include "offload/tiers/obj_tier.h"
-#include "offload/tiers/p2p_tier.h"
-#include "offload/tiers/retrying_tier.h"
+#include "offload/tiers/fs/fs_tier.h"
+#include "offload/tiers/obj/obj_tier.h"
+#include "offload/tiers/p2p/p2p_tier.h"
+#include "offload/tiers/common/retrying_tier.h"
 
 namespace strata::offload {
 
@@ -18,7 +18,7 @@ struct SecondaryTierConfig {
   FsTierConfig fs;
   ObjTierConfig obj;
   P2pTierConfig p2p;
-  // Out-of-tree tier: the shared library (offload/tiers/plugin_tier.h) and
+  // Out-of-tree tier: the shared library (offload/tiers/plugin/plugin_tier.h) and
   // the tier's whole config entry, handed to the plugin as JSON.
   std::string module_path;
   std::string config_json;

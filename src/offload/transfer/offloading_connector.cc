@@ -5,8 +5,8 @@
 
 #include "base/check.h"
 #include "offload/policy/eviction_policy.h"
-#include "offload/tiers/p2p_tier.h"
-#include "offload/tiers/plugin_tier.h"
+#include "offload/tiers/p2p/p2p_tier.h"
+#include "offload/tiers/plugin/plugin_tier.h"
 
 namespace strata::offload {
 namespace {
