@@ -32,6 +32,10 @@
 //       "miss_ttl_ms": 1000, "remote_wait_ms": 5000}; no secret here means
 //       $STRATA_P2P_SECRET at startup ("backends" is accepted and ignored).
 //
+// This file reads the envelope; each secondary_tiers entry is parsed by the
+// tier its "type" names (offload/tiers/builtin_tiers.h; e.g.
+// offload/tiers/fs/fs_tier_config.cc).
+//
 // Unknown keys and wrong types are errors naming the key path
 // ("kv_connector_extra_config.secondary_tiers[0].n_read_threads must be ...").
 // Called once at startup (any thread).

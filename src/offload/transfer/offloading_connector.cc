@@ -5,37 +5,9 @@
 
 #include "base/check.h"
 #include "offload/policy/eviction_policy.h"
-#include "offload/tiers/p2p/p2p_tier.h"
-#include "offload/tiers/plugin/plugin_tier.h"
+#include "offload/tiers/builtin_tiers.h"
 
 namespace strata::offload {
-namespace {
-
-StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& config,
-                                                   const ChunkFormat& format,
-                                                   const HostRegion& region) {
-  if (!config.module_path.empty()) {
-    return make_plugin_tier(config.type, config.module_path, config.config_json, format, region);
-  }
-  // A filesystem or object store that fails now (I/O error, damaged
-  // namespace, 5xx, unreachable) must not stop the server: such a tier
-  // starts down and is retried. Wrong settings still fail here.
-  if (config.type == "fs") {
-    return start_tier_or_retry(
-        "fs", [fs = config.fs, format, region] { return make_fs_tier(fs, format, region); },
-        config.retry);
-  }
-  if (config.type == "obj") {
-    return start_tier_or_retry(
-        "obj", [obj = config.obj, format, region] { return make_obj_tier(obj, format, region); },
-        config.retry);
-  }
-  if (config.type == "p2p") return make_p2p_tier(config.p2p, format, region);
-  return invalid_argument("secondary tier type '" + config.type +
-                          "' is not known (known: fs, obj, p2p, or a plugin with module_path)");
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<OffloadingConnector>> OffloadingConnector::create(
     const OffloadConfig& config, const ChunkFormat& format, kv::KvCacheManager& kv,
@@ -55,7 +27,7 @@ StatusOr<std::unique_ptr<OffloadingConnector>> OffloadingConnector::create(
       new OffloadingConnector(config, format, kv, arena, std::move(host)));
   for (const SecondaryTierConfig& tier_config : config.secondary_tiers) {
     StatusOr<std::unique_ptr<SecondaryTier>> tier =
-        make_tier(tier_config, format, c->host_->region());
+        builtin_tiers().make(tier_config, format, c->host_->region());
     if (!tier.ok()) {
       return tier.status().with_prefix("secondary tier " +
                                        std::to_string(c->tiers_.size()) + " (" +
@@ -352,7 +324,7 @@ void OffloadingConnector::on_tier_job_done(size_t tier_idx, const TierJobResult&
   }
   if (info.is_promotion) {
     add_event(false, "CPU", ok_keys);
-  } else if (tiers_[tier_idx]->name() != "p2p") {
+  } else if (tiers_[tier_idx]->publishes_kv_events()) {
     add_event(false, "STORAGE", ok_keys, tier_locality_[tier_idx]);
   }
   for (size_t k = 0; k < info.keys.size(); ++k) {
@@ -379,7 +351,7 @@ std::vector<FinishedLoad> OffloadingConnector::poll() {
     // The peer tier holds other instances' KV and announces nothing (vLLM
     // has no event for it); the others say what they dropped.
     std::vector<ChunkKey> removed = tiers_[i]->take_removed();
-    if (tiers_[i]->name() != "p2p") add_event(true, "STORAGE", std::move(removed), tier_locality_[i]);
+    if (tiers_[i]->publishes_kv_events()) add_event(true, "STORAGE", std::move(removed), tier_locality_[i]);
   }
   for (const TransferResult& result : worker_.poll_finished()) on_transfer_done(result, loads);
   return loads;

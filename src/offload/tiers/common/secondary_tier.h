@@ -107,6 +107,11 @@ class SecondaryTier {
   // tiers that do not track removals need not override it.
   virtual std::vector<ChunkKey> take_removed() { return {}; }
 
+  // Whether what the tier stores and drops is announced as KV events (medium
+  // "STORAGE"). The peer tier holds other instances' KV, for which vLLM has no
+  // event, and says no.
+  virtual bool publishes_kv_events() const { return true; }
+
   // Counters snapshot; callable from any thread.
   virtual TierStats stats() const = 0;
 };

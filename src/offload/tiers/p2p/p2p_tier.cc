@@ -68,6 +68,7 @@ class P2pTierImpl final : public P2pTier {
   }
 
   const std::string& name() const override { return name_; }
+  bool publishes_kv_events() const override { return false; }
   int port() const override { return server_->port(); }
 
   P2pTierStats p2p_stats() const override { return {server_->stats(), client_.stats()}; }
