@@ -1,0 +1,26 @@
+#include "offload/transfer/offloading_connector_worker.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+namespace strata::offload {
+
+OffloadingConnectorWorker::OffloadingConnectorWorker(attention::KvArena& arena,
+                                                     const HostRegion& host,
+                                                     const ChunkFormat& format)
+    : worker_(arena, host, format) {}
+
+void OffloadingConnectorWorker::submit(std::vector<TransferJob> jobs) {
+  for (TransferJob& job : jobs) worker_.submit(std::move(job));
+}
+
+void OffloadingConnectorWorker::wait_for_progress(std::chrono::microseconds timeout) {
+  if (worker_.num_in_flight() > 0) {
+    worker_.wait_for_result(timeout);
+  } else {
+    std::this_thread::sleep_for(std::min<std::chrono::microseconds>(timeout, std::chrono::milliseconds(1)));
+  }
+}
+
+}  // namespace strata::offload
