@@ -1,5 +1,6 @@
 #include "offload/tiers/common/tier_registry.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace strata::offload {
@@ -64,14 +65,21 @@ Status parse_tier_common_keys(const config::JsonFields& entry, SecondaryTierConf
   return entry.optional_bool("enable_kv_events", &events);
 }
 
-Status parse_retry_keys(const config::JsonFields& entry, SecondaryTierConfig& tier) {
+Status parse_num_threads(const config::JsonFields& entry, const char* key, int* out) {
+  int64_t n = *out;
+  STRATA_RETURN_IF_ERROR(entry.optional_int(key, &n, 1));
+  *out = static_cast<int>(std::min<int64_t>(n, 256));
+  return Status();
+}
+
+Status parse_retrying_tier_keys(const config::JsonFields& entry, SecondaryTierConfig& tier) {
   STRATA_RETURN_IF_ERROR(entry.optional_int("retry_initial_ms", &tier.retry.initial_ms, 1));
   STRATA_RETURN_IF_ERROR(entry.optional_int("retry_max_ms", &tier.retry.max_ms, 1));
   if (tier.retry.max_ms < tier.retry.initial_ms) {
     return invalid_argument(entry.name("retry_max_ms") + " " + std::to_string(tier.retry.max_ms) +
                             " is below retry_initial_ms " + std::to_string(tier.retry.initial_ms));
   }
-  return Status();
+  return parse_tier_common_keys(entry, tier);
 }
 
 }  // namespace strata::offload

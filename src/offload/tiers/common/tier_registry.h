@@ -54,6 +54,12 @@ struct SecondaryTierConfig {
   const T& as() const { return const_cast<SecondaryTierConfig*>(this)->as<T>(); }
 };
 
+// Starts a tier from its own settings.
+template <typename Settings>
+using TierStart = StatusOr<std::unique_ptr<SecondaryTier>> (*)(const Settings& settings,
+                                                              const ChunkFormat& format,
+                                                              const HostRegion& region);
+
 struct TierType {
   // Entries whose "type" is `type` are this tier's.
   std::string type;
@@ -91,11 +97,31 @@ class TierRegistry {
   std::vector<TierType> types_;
 };
 
+// TierType::make for a tier whose start may fail for a reason that passes
+// (an I/O error, a 5xx, an unreachable store): that must not stop the
+// server, so the tier starts down and is retried (retrying_tier.h) with the
+// entry's retry settings. Wrong settings still fail.
+template <typename Settings>
+auto make_or_retry(std::string name, TierStart<Settings> start) {
+  return [name = std::move(name), start](const SecondaryTierConfig& config,
+                                         const ChunkFormat& format, const HostRegion& region) {
+    return start_tier_or_retry(
+        name, [settings = config.as<Settings>(), format, region, start] {
+          return start(settings, format, region);
+        },
+        config.retry);
+  };
+}
+
 // Keys every built-in tier accepts: "locality" (vLLM's, carried on the tier's
 // KV events); "enable_kv_events" is accepted (events are configured by
 // --kv-events-config).
 Status parse_tier_common_keys(const config::JsonFields& entry, SecondaryTierConfig& tier);
-// "retry_initial_ms" and "retry_max_ms": how a tier that could not start is retried.
-Status parse_retry_keys(const config::JsonFields& entry, SecondaryTierConfig& tier);
+// A thread count: an integer >= 1, of which at most 256 are used.
+Status parse_num_threads(const config::JsonFields& entry, const char* key, int* out);
+
+// For tiers built with make_or_retry: "retry_initial_ms" and "retry_max_ms"
+// (how a tier that could not start is retried), then the common keys.
+Status parse_retrying_tier_keys(const config::JsonFields& entry, SecondaryTierConfig& tier);
 
 }  // namespace strata::offload

@@ -1,7 +1,5 @@
 #include "offload/tiers/fs/fs_tier_config.h"
 
-#include <algorithm>
-
 #include "offload/tiers/fs/fs_tier.h"
 
 namespace strata::offload {
@@ -17,36 +15,20 @@ StatusOr<SecondaryTierConfig> parse_fs_tier(const config::JsonFields& r) {
   if (!r.has("root_dir")) return r.missing_error("root_dir", "a string");
   STRATA_RETURN_IF_ERROR(r.optional_string("root_dir", &fs.root_dir));
   if (fs.root_dir.empty()) return invalid_argument(r.name("root_dir") + " is empty");
-  int64_t n = fs.n_read_threads;
-  STRATA_RETURN_IF_ERROR(r.optional_int("n_read_threads", &n, 1));
-  fs.n_read_threads = static_cast<int>(std::min<int64_t>(n, 256));
-  n = fs.n_write_threads;
-  STRATA_RETURN_IF_ERROR(r.optional_int("n_write_threads", &n, 1));
-  fs.n_write_threads = static_cast<int>(std::min<int64_t>(n, 256));
+  STRATA_RETURN_IF_ERROR(parse_num_threads(r, "n_read_threads", &fs.n_read_threads));
+  STRATA_RETURN_IF_ERROR(parse_num_threads(r, "n_write_threads", &fs.n_write_threads));
   STRATA_RETURN_IF_ERROR(r.optional_int("max_bytes", &fs.max_bytes, 0));
   STRATA_RETURN_IF_ERROR(r.optional_int("miss_ttl_ms", &fs.miss_ttl_ms, 0));
-  STRATA_RETURN_IF_ERROR(parse_retry_keys(r, tier));
-  STRATA_RETURN_IF_ERROR(parse_tier_common_keys(r, tier));
+  STRATA_RETURN_IF_ERROR(parse_retrying_tier_keys(r, tier));
   return tier;
-}
-
-// A filesystem that fails now (I/O error, damaged namespace) must not stop
-// the server: the tier starts down and is retried. Wrong settings still fail.
-StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& config,
-                                                   const ChunkFormat& format,
-                                                   const HostRegion& region) {
-  return start_tier_or_retry(
-      "fs", [fs = config.as<FsTierConfig>(), format, region] {
-        return make_fs_tier(fs, format, region);
-      },
-      config.retry);
 }
 
 }  // namespace
 
+// A filesystem that fails at startup (I/O error, damaged namespace) is retried.
 TierType fs_tier_type() {
   return {.type = "fs", .settings_type = typeid(FsTierConfig), .parse = parse_fs_tier,
-          .make = make_tier};
+          .make = make_or_retry<FsTierConfig>("fs", make_fs_tier)};
 }
 
 }  // namespace strata::offload

@@ -1,6 +1,5 @@
 #include "offload/tiers/obj/obj_tier_config.h"
 
-#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -53,34 +52,20 @@ StatusOr<SecondaryTierConfig> parse_obj_tier(const config::JsonFields& r) {
                             obj.scheme + "\"");
   }
   STRATA_RETURN_IF_ERROR(r.optional_string("prefix", &obj.prefix));
-  int64_t n = obj.io_threads;
-  STRATA_RETURN_IF_ERROR(r.optional_int("io_threads", &n, 1));
-  obj.io_threads = static_cast<int>(std::min<int64_t>(n, 256));
+  STRATA_RETURN_IF_ERROR(parse_num_threads(r, "io_threads", &obj.io_threads));
   STRATA_RETURN_IF_ERROR(r.optional_int("miss_ttl_ms", &obj.miss_ttl_ms, 0));
   STRATA_RETURN_IF_ERROR(r.optional_int("connect_timeout_ms", &obj.connect_timeout_ms, 1));
   STRATA_RETURN_IF_ERROR(r.optional_int("request_timeout_ms", &obj.request_timeout_ms, 1));
-  STRATA_RETURN_IF_ERROR(parse_retry_keys(r, tier));
-  STRATA_RETURN_IF_ERROR(parse_tier_common_keys(r, tier));
+  STRATA_RETURN_IF_ERROR(parse_retrying_tier_keys(r, tier));
   return tier;
-}
-
-// An object store that fails now (5xx, unreachable) must not stop the
-// server: the tier starts down and is retried. Wrong settings still fail.
-StatusOr<std::unique_ptr<SecondaryTier>> make_tier(const SecondaryTierConfig& config,
-                                                   const ChunkFormat& format,
-                                                   const HostRegion& region) {
-  return start_tier_or_retry(
-      "obj", [obj = config.as<ObjTierConfig>(), format, region] {
-        return make_obj_tier(obj, format, region);
-      },
-      config.retry);
 }
 
 }  // namespace
 
+// An object store that fails at startup (5xx, unreachable) is retried.
 TierType obj_tier_type() {
   return {.type = "obj", .settings_type = typeid(ObjTierConfig), .parse = parse_obj_tier,
-          .make = make_tier};
+          .make = make_or_retry<ObjTierConfig>("obj", make_obj_tier)};
 }
 
 }  // namespace strata::offload
