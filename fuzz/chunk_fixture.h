@@ -3,7 +3,7 @@
 // with; one definition so the seeds stay valid inputs for all of them.
 #pragma once
 
-#include "offload/tiers/chunk_format.h"
+#include "offload/tiers/common/chunk_format.h"
 
 namespace strata::fuzz {
 

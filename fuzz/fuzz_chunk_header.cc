@@ -7,7 +7,7 @@
 #include <span>
 
 #include "chunk_fixture.h"
-#include "offload/tiers/chunk_format.h"
+#include "offload/tiers/common/chunk_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const strata::offload::ChunkFormat format = strata::fuzz::fuzz_chunk_format();

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "offload/tiers/p2p_protocol.h"
+#include "offload/tiers/p2p/p2p_protocol.h"
 
 namespace p2p = strata::offload::p2p;
 

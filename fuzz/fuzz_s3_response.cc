@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "chunk_fixture.h"
-#include "offload/tiers/chunk_format.h"
-#include "offload/tiers/s3_client.h"
+#include "offload/tiers/common/chunk_format.h"
+#include "offload/tiers/obj/s3_client.h"
 
 namespace {
 

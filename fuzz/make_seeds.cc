@@ -14,8 +14,8 @@
 
 #include "chunk_fixture.h"
 #include "model/loader/test_files.h"
-#include "offload/tiers/chunk_format.h"
-#include "offload/tiers/p2p_protocol.h"
+#include "offload/tiers/common/chunk_format.h"
+#include "offload/tiers/p2p/p2p_protocol.h"
 #include "tokenizer/test_tokenizers.h"
 
 namespace {

@@ -19,6 +19,7 @@
 #include "flags.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
+#include "offload/tiers/p2p/p2p_tier.h"
 #include "server/agent_setup.h"
 #include "server/api_server.h"
 #include "server/kv_events_config.h"
@@ -409,9 +410,10 @@ server::ServerConfig server_config(const ServeFlags& f, const Loaded& l, int64_t
 // responses to do_remote_decode requests); none without a p2p tier.
 void set_kv_peer_address(const offload::OffloadConfig& offload, server::ServerConfig& c) {
   for (const offload::SecondaryTierConfig& tier : offload.secondary_tiers) {
-    if (tier.type != "p2p" || !tier.module_path.empty()) continue;
-    c.kv_peer_host = tier.p2p.advertised_host();
-    c.kv_peer_port = tier.p2p.port;
+    const offload::P2pTierConfig* p2p = tier.settings_if<offload::P2pTierConfig>();
+    if (p2p == nullptr) continue;
+    c.kv_peer_host = p2p->advertised_host();
+    c.kv_peer_port = p2p->port;
     return;
   }
 }

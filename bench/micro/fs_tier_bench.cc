@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "offload/tiers/fs_tier.h"
-#include "offload/tiers/io_thread_pool.h"
+#include "offload/tiers/fs/fs_tier.h"
+#include "offload/tiers/common/io_thread_pool.h"
 
 namespace {
 

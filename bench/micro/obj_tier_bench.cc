@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
-#include "offload/tiers/fs_tier.h"
-#include "offload/tiers/obj_tier.h"
-#include "offload/tiers/s3_test_server.h"
+#include "offload/tiers/fs/fs_tier.h"
+#include "offload/tiers/obj/obj_tier.h"
+#include "offload/tiers/testing/s3_test_server.h"
 
 namespace strata::offload {
 namespace {

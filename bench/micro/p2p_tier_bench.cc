@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "offload/tiers/p2p_socket.h"
-#include "offload/tiers/p2p_tier.h"
+#include "offload/tiers/p2p/p2p_socket.h"
+#include "offload/tiers/p2p/p2p_tier.h"
 
 namespace {
 

@@ -28,6 +28,7 @@
 
 #include "base/cpu_features.h"
 #include "engine/engine_core.h"
+#include "offload/tiers/fs/fs_tier.h"
 #include "ops/ops.h"
 
 namespace strata {
@@ -128,7 +129,7 @@ int run(const Options& o) {
   c.offload.cpu_bytes_to_use = 4 * (total + 64) * (*model)->kv_bytes_per_block(1);
   offload::SecondaryTierConfig fs;
   fs.type = "fs";
-  fs.fs.root_dir = fs_dir;
+  fs.emplace<offload::FsTierConfig>().root_dir = fs_dir;
   c.offload.secondary_tiers.push_back(fs);
   ThreadPool pool(o.threads > 0 ? o.threads : num_hardware_threads());
   StatusOr<std::unique_ptr<engine::EngineCore>> core = engine::EngineCore::create(**model, c, pool);

@@ -20,7 +20,11 @@
 
 #include "engine/engine_core.h"
 #include "engine/test_model_fixture.h"
-#include "offload/tiers/s3_test_server.h"
+#include "offload/tiers/fs/fs_tier.h"
+#include "offload/tiers/obj/obj_tier.h"
+#include "offload/tiers/p2p/p2p_tier.h"
+#include "offload/tiers/plugin/plugin_tier_config.h"
+#include "offload/tiers/testing/s3_test_server.h"
 #include "ops/ops.h"
 
 namespace strata::engine {
@@ -76,9 +80,10 @@ class TieredKvTest : public testing::TestModelFixture {
     if (with_fs) {
       offload::SecondaryTierConfig t;
       t.type = "fs";
-      t.fs.root_dir = root_;
-      t.fs.n_read_threads = 2;
-      t.fs.n_write_threads = 2;
+      offload::FsTierConfig& fs_tier = t.emplace<offload::FsTierConfig>();
+      fs_tier.root_dir = root_;
+      fs_tier.n_read_threads = 2;
+      fs_tier.n_write_threads = 2;
       c.offload.secondary_tiers.push_back(t);
     }
     return c;
@@ -195,12 +200,12 @@ TEST_F(TieredKvTest, ChunkFilesDoNotDependOnThreadCount) {
   std::map<std::string, std::string> files[2];
   for (int threads : {1, 2}) {
     EngineConfig c = config(64, 512, true);
-    c.offload.secondary_tiers[0].fs.root_dir = root_ + "/threads" + std::to_string(threads);
+    c.offload.secondary_tiers[0].as<offload::FsTierConfig>().root_dir = root_ + "/threads" + std::to_string(threads);
     {
       Session s(*model_, c, threads);
       s.run_one(r);
     }
-    for (const fs::path& f : chunk_files(c.offload.secondary_tiers[0].fs.root_dir)) {
+    for (const fs::path& f : chunk_files(c.offload.secondary_tiers[0].as<offload::FsTierConfig>().root_dir)) {
       std::ifstream in(f, std::ios::binary);
       files[threads - 1][f.filename().string()] =
           std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -346,7 +351,7 @@ TEST_F(TieredKvTest, SlowDiskFallsBackToRecompute) {
     s.run_one(r);
   }
   EngineConfig slow = config(64, 512, true);
-  slow.offload.secondary_tiers[0].fs.debug_read_delay = std::chrono::milliseconds(150);
+  slow.offload.secondary_tiers[0].as<offload::FsTierConfig>().debug_read_delay = std::chrono::milliseconds(150);
   slow.offload.max_load_wait_s = 0.05;
   Session s(*model_, slow);
   r.request_id = "again";
@@ -362,8 +367,8 @@ TEST_F(TieredKvTest, PluginTierReloadEqualsRecompute) {
   EngineConfig c = config(64, 512, false);
   offload::SecondaryTierConfig t;
   t.type = "memory";
-  t.module_path = plugin;
-  t.config_json = R"({"type":"memory","module_path":"x","max_bytes":100000000})";
+  t.emplace<offload::PluginTierConfig>() = {
+      plugin, R"({"type":"memory","module_path":"x","max_bytes":100000000})"};
   c.offload.secondary_tiers.push_back(t);
   Session s(*model_, c);
   EXPECT_EQ(s.run_one(r), expected);
@@ -385,11 +390,12 @@ TEST_F(TieredKvTest, ObjectStoreTierWarmStartEqualsRecompute) {
   EngineConfig c = config(64, 512, false);
   offload::SecondaryTierConfig t;
   t.type = "obj";
-  t.obj.bucket = "kv";
-  t.obj.endpoint = (*s3)->endpoint();
-  t.obj.access_key = offload::testing::kTestAccessKey;
-  t.obj.secret_key = offload::testing::kTestSecretKey;
-  t.obj.io_threads = 2;
+  offload::ObjTierConfig& obj = t.emplace<offload::ObjTierConfig>();
+  obj.bucket = "kv";
+  obj.endpoint = (*s3)->endpoint();
+  obj.access_key = offload::testing::kTestAccessKey;
+  obj.secret_key = offload::testing::kTestSecretKey;
+  obj.io_threads = 2;
   c.offload.secondary_tiers.push_back(t);
   EngineRequest r = greedy("long", random_prompt(150, 12), 12);
   const std::vector<int32_t> expected = recomputed(r);
@@ -424,11 +430,12 @@ TEST_F(TieredKvTest, PeerTierLoadEqualsRecompute) {
     EngineConfig c = config(64, 512, false);
     offload::SecondaryTierConfig t;
     t.type = "p2p";
-    t.p2p.host = "127.0.0.1";
-    t.p2p.port = port;
-    t.p2p.peers = {"127.0.0.1:" + std::to_string(peer_port)};
-    t.p2p.secret = "a-test-secret-of-enough-bytes";
-    t.p2p.num_threads = 2;
+    offload::P2pTierConfig& p2p = t.emplace<offload::P2pTierConfig>();
+    p2p.host = "127.0.0.1";
+    p2p.port = port;
+    p2p.peers = {"127.0.0.1:" + std::to_string(peer_port)};
+    p2p.secret = "a-test-secret-of-enough-bytes";
+    p2p.num_threads = 2;
     c.offload.secondary_tiers.push_back(t);
     return c;
   };
@@ -446,7 +453,7 @@ TEST_F(TieredKvTest, UnusableDirectoryFailsAtStartup) {
   const std::string file = root_ + "/not-a-dir";
   std::ofstream(file) << "x";
   EngineConfig c = config(64, 512, true);
-  c.offload.secondary_tiers[0].fs.root_dir = file + "/kv";
+  c.offload.secondary_tiers[0].as<offload::FsTierConfig>().root_dir = file + "/kv";
   ThreadPool pool(1);
   StatusOr<std::unique_ptr<EngineCore>> core = EngineCore::create(*model_, c, pool);
   ASSERT_FALSE(core.ok());

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/loader/json_fields.h"
+#include "config/json_fields.h"
 
 namespace strata::model {
 namespace {
 
-using internal::JsonFields;
+using config::JsonFields;
 using nlohmann::json;
 
 using ArchInfo = ArchitectureSpec;
@@ -63,7 +63,7 @@ Status parse_rope(const json& config, const std::string& path, ModelConfig* c) {
   if (!top.has(key)) return Status();
   const json& obj = config.at(key);
   if (!obj.is_object()) return top.type_error(key, "an object or null");
-  JsonFields f(obj, path, std::string(key) + ".");
+  JsonFields f = top.nested(key);
   STRATA_RETURN_IF_ERROR(f.optional_double("rope_theta", &c->rope_theta));
   std::string type;
   STRATA_RETURN_IF_ERROR(f.optional_string("type", &type));
@@ -252,7 +252,7 @@ Status validate_model_config(const ModelConfig& c, const std::string& path) {
 }
 
 StatusOr<ModelConfig> parse_hf_config(const std::string& json_text, const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(json config, internal::parse_json_object(json_text, path));
+  STRATA_ASSIGN_OR_RETURN(json config, config::parse_json_object(json_text, path));
   STRATA_ASSIGN_OR_RETURN(const ArchInfo* arch, find_arch(config, path));
   ModelConfig c;
   c.arch = arch->arch;
@@ -269,7 +269,7 @@ StatusOr<ModelConfig> parse_hf_config(const std::string& json_text, const std::s
 
 StatusOr<GenerationConfig> parse_generation_config(const std::string& json_text,
                                                    const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(json config, internal::parse_json_object(json_text, path));
+  STRATA_ASSIGN_OR_RETURN(json config, config::parse_json_object(json_text, path));
   JsonFields f(config, path);
   GenerationConfig g;
   g.present = true;

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "offload/tiers/fs/fs_tier.h"
+#include "offload/tiers/obj/obj_tier.h"
+#include "offload/tiers/p2p/p2p_tier.h"
+#include "offload/tiers/plugin/plugin_tier_config.h"
+
 namespace strata::server {
 namespace {
 
@@ -30,10 +35,10 @@ TEST(KvTransferConfig, ParsesTheIssueExample) {
   EXPECT_EQ(c->eviction_policy, "arc");
   ASSERT_EQ(c->secondary_tiers.size(), 1u);
   EXPECT_EQ(c->secondary_tiers[0].type, "fs");
-  EXPECT_EQ(c->secondary_tiers[0].fs.root_dir, "/tmp/kv");
-  EXPECT_EQ(c->secondary_tiers[0].fs.n_read_threads, 3);
-  EXPECT_EQ(c->secondary_tiers[0].fs.n_write_threads, 2);
-  EXPECT_EQ(c->secondary_tiers[0].fs.max_bytes, 1000000);
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::FsTierConfig>().root_dir, "/tmp/kv");
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::FsTierConfig>().n_read_threads, 3);
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::FsTierConfig>().n_write_threads, 2);
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::FsTierConfig>().max_bytes, 1000000);
 }
 
 TEST(KvTransferConfig, BlockSizeInTokensBecomesBlocksPerChunk) {
@@ -125,7 +130,7 @@ TEST(KvTransferConfig, BlogCommandWithoutConnectorMeansOffloadingConnector) {
   EXPECT_TRUE(c->enabled);
   EXPECT_EQ(c->cpu_bytes_to_use, 107374182400);
   ASSERT_EQ(c->secondary_tiers.size(), 1u);
-  EXPECT_EQ(c->secondary_tiers[0].fs.n_read_threads, 32);
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::FsTierConfig>().n_read_threads, 32);
   StatusOr<offload::OffloadConfig> cpu = parse_kv_transfer_config(
       R"({"kv_role":"kv_both","kv_connector_extra_config":{"spec_name":"CPUOffloadingSpec",)"
       R"("cpu_bytes_to_use":1048576}})",
@@ -168,8 +173,8 @@ TEST(KvTransferConfig, PluginTiersPassTheirEntryThrough) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_EQ(c->secondary_tiers.size(), 1u);
   EXPECT_EQ(c->secondary_tiers[0].type, "memory");
-  EXPECT_EQ(c->secondary_tiers[0].module_path, "/opt/libm.so");
-  EXPECT_NE(c->secondary_tiers[0].config_json.find("\"max_bytes\":5"), std::string::npos);
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::PluginTierConfig>().module_path, "/opt/libm.so");
+  EXPECT_NE(c->secondary_tiers[0].as<offload::PluginTierConfig>().config_json.find("\"max_bytes\":5"), std::string::npos);
   EXPECT_NE(error_of(with_extra(R"({"spec_name":"TieringOffloadingSpec","cpu_bytes_to_use":1,)"
                                 R"("secondary_tiers":[{"type":"memory","module_path":7}]})"))
                 .find("secondary_tiers[0].module_path must be a string"),
@@ -196,7 +201,7 @@ TEST(KvTransferConfig, ObjTierFlatForm) {
       16);
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_EQ(c->secondary_tiers.size(), 1u);
-  const offload::ObjTierConfig& obj = c->secondary_tiers[0].obj;
+  const offload::ObjTierConfig& obj = c->secondary_tiers[0].as<offload::ObjTierConfig>();
   EXPECT_EQ(c->secondary_tiers[0].type, "obj");
   EXPECT_EQ(obj.bucket, "kv");
   EXPECT_EQ(obj.endpoint, "http://127.0.0.1:9000");
@@ -243,7 +248,7 @@ TEST(KvTransferConfig, ObjTierVllmNestedStoreConfig) {
                 R"("enable_kv_events":true})"),
       16);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  const offload::ObjTierConfig& obj = c->secondary_tiers[0].obj;
+  const offload::ObjTierConfig& obj = c->secondary_tiers[0].as<offload::ObjTierConfig>();
   EXPECT_EQ(obj.bucket, "kv");
   EXPECT_EQ(obj.endpoint, "minio:9000");
   EXPECT_EQ(obj.scheme, "https");
@@ -255,9 +260,9 @@ TEST(KvTransferConfig, ObjTierVllmNestedStoreConfig) {
   c = parse_kv_transfer_config(
       with_tier(R"({"type":"obj","bucket":"kv","endpoint_override":"http://h:1"})"), 16);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->secondary_tiers[0].obj.io_threads, 4);
-  EXPECT_EQ(c->secondary_tiers[0].obj.access_key, "");
-  EXPECT_EQ(c->secondary_tiers[0].obj.request_timeout_ms, 30000);
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::ObjTierConfig>().io_threads, 4);
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::ObjTierConfig>().access_key, "");
+  EXPECT_EQ(c->secondary_tiers[0].as<offload::ObjTierConfig>().request_timeout_ms, 30000);
 }
 
 TEST(KvTransferConfig, ObjTierErrorsNameTheKeyPath) {
@@ -322,7 +327,7 @@ TEST(KvTransferConfig, P2pTierIssueExample) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_EQ(c->secondary_tiers.size(), 1u);
   EXPECT_EQ(c->secondary_tiers[0].type, "p2p");
-  const offload::P2pTierConfig& p2p = c->secondary_tiers[0].p2p;
+  const offload::P2pTierConfig& p2p = c->secondary_tiers[0].as<offload::P2pTierConfig>();
   EXPECT_EQ(p2p.host, "127.0.0.1");
   EXPECT_EQ(p2p.port, 5710);
   EXPECT_EQ(p2p.peers, (std::vector<std::string>{"127.0.0.1:5711", "[::1]:5712"}));
@@ -339,7 +344,7 @@ TEST(KvTransferConfig, P2pTierIssueExample) {
 TEST(KvTransferConfig, P2pTierDefaults) {
   StatusOr<offload::OffloadConfig> c = parse_kv_transfer_config(with_p2p(""), 16);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  const offload::P2pTierConfig& p2p = c->secondary_tiers[0].p2p;
+  const offload::P2pTierConfig& p2p = c->secondary_tiers[0].as<offload::P2pTierConfig>();
   EXPECT_EQ(p2p.host, "127.0.0.1");
   EXPECT_EQ(p2p.port, 5710);
   EXPECT_TRUE(p2p.peers.empty());

@@ -1,24 +1,25 @@
 // Small helpers for reading tokenizer.json objects with nlohmann::json
-// without letting exceptions escape (internal to the tokenizer module).
+// without letting exceptions escape (internal to the tokenizer module); field
+// reads go through config/json_fields.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
+#include "config/json_fields.h"
 #include "tokenizer/regex.h"
 
 namespace strata::tokenizer {
 
 // The value of `key` when present and of the requested type, else `fallback`.
 inline bool json_bool(const nlohmann::json& j, const char* key, bool fallback) {
-  auto it = j.find(key);
-  return (it != j.end() && it->is_boolean()) ? it->get<bool>() : fallback;
+  return config::bool_or(j, key, fallback);
 }
 inline std::string json_string(const nlohmann::json& j, const char* key,
                                const std::string& fallback) {
-  auto it = j.find(key);
-  return (it != j.end() && it->is_string()) ? it->get<std::string>() : fallback;
+  return config::string_or(j, key, fallback);
 }
 inline std::string json_type(const nlohmann::json& j) { return json_string(j, "type", ""); }
 
@@ -29,15 +30,12 @@ inline constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
 // A token id: a JSON integer in [0, kMaxTokenId]. `what` names it in the error.
 // (json::get<int32_t> on a float such as 1e76 or on 2^40 is undefined/truncating.)
 inline StatusOr<int32_t> json_token_id(const nlohmann::json& j, const std::string& what) {
-  const bool in_range =
-      j.is_number_unsigned()
-          ? j.get<uint64_t>() <= static_cast<uint64_t>(kMaxTokenId)
-          : j.is_number_integer() && j.get<int64_t>() >= 0 && j.get<int64_t>() <= kMaxTokenId;
-  if (!in_range) {
+  const std::optional<int64_t> id = config::exact_int64(j, /*allow_whole_floats=*/false);
+  if (!id || *id < 0 || *id > kMaxTokenId) {
     return invalid_argument(what + ": token id " + j.dump() + " is not an integer in [0, " +
                             std::to_string(kMaxTokenId) + "]");
   }
-  return static_cast<int32_t>(j.get<int64_t>());
+  return static_cast<int32_t>(*id);
 }
 
 // HF patterns are {"String": "literal"} or {"Regex": "pattern"}.

@@ -10,7 +10,7 @@ import traceback
 
 from soak_state import MIB
 
-CHUNK_HEADER_BYTES = 96  # offload/tiers/chunk_format.h
+CHUNK_HEADER_BYTES = 96  # offload/tiers/common/chunk_format.h
 
 
 class FaultInjector(threading.Thread):

@@ -5,7 +5,7 @@
 #include <memory>
 #include <set>
 
-#include "model/loader/json_fields.h"
+#include "config/json_fields.h"
 
 namespace strata::model {
 namespace {
@@ -122,7 +122,7 @@ std::string directory_of(const std::string& path) {
 StatusOr<std::map<std::string, std::set<std::string>>> read_weight_map(
     const std::string& index_path) {
   STRATA_ASSIGN_OR_RETURN(std::string text, read_file_to_string(index_path));
-  STRATA_ASSIGN_OR_RETURN(json index, internal::parse_json_object(text, index_path));
+  STRATA_ASSIGN_OR_RETURN(json index, config::parse_json_object(text, index_path));
   auto map = index.find("weight_map");
   if (map == index.end() || !map->is_object()) {
     return invalid_argument(index_path + ": field 'weight_map' (an object) is missing");
@@ -149,7 +149,7 @@ StatusOr<std::map<std::string, TensorEntry>> parse_safetensors(const MappedFile&
   STRATA_ASSIGN_OR_RETURN(uint64_t header_bytes, read_header_length(file));
   std::string text(reinterpret_cast<const char*>(file.data()) + 8, header_bytes);
   STRATA_ASSIGN_OR_RETURN(
-      json header, internal::parse_json_object(text, path + " (header)", StatusCode::kDataLoss));
+      json header, config::parse_json_object(text, path + " (header)", StatusCode::kDataLoss));
   DataRegion data{file.data() + 8 + header_bytes, file.size_bytes() - 8 - header_bytes, path};
   std::map<std::string, TensorEntry> tensors;
   for (const auto& [name, entry] : header.items()) {

@@ -4,7 +4,7 @@
 // polled by the engine thread. The worker shares the KV memory and backend
 // handles with the runner, so it never outlives what it copies.
 //
-// Canonical slot layout (offload/tiers/chunk_format.h): per layer, K of the
+// Canonical slot layout (offload/tiers/common/chunk_format.h): per layer, K of the
 // chunk's tokens then V, each [tokens, kv_heads, head_dim]. KV-pool block
 // j of a chunk occupies tokens [j * block_size, (j + 1) * block_size).
 //
@@ -28,34 +28,11 @@
 
 #include "backend/backend.h"
 #include "backend/kv_memory.h"
-#include "offload/tiers/chunk_format.h"
-#include "offload/tiers/secondary_tier.h"
+#include "offload/tiers/common/chunk_format.h"
+#include "offload/tiers/common/secondary_tier.h"
+#include "offload/transfer/transfer_job.h"
 
 namespace strata::offload {
-
-enum class TransferDirection { kPoolToHost, kHostToPool };
-
-struct ChunkCopy {
-  int64_t slot = 0;
-  // The copy covers the chunk's blocks [first_block_in_chunk, blocks_per_chunk);
-  // the first ones may already be in the pool (a KV-pool prefix hit that ends
-  // inside the chunk).
-  int64_t first_block_in_chunk = 0;
-  std::vector<int32_t> pool_block_ids;  // one per covered block, in order
-};
-
-struct TransferJob {
-  int64_t job_id = 0;
-  TransferDirection direction = TransferDirection::kPoolToHost;
-  std::vector<ChunkCopy> copies;
-};
-
-struct TransferResult {
-  int64_t job_id = 0;
-  TransferDirection direction = TransferDirection::kPoolToHost;
-  int64_t bytes = 0;
-  double seconds = 0;
-};
 
 class KvTransferWorker {
  public:

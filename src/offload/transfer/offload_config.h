@@ -6,28 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "offload/tiers/fs_tier.h"
-#include "offload/tiers/obj_tier.h"
-#include "offload/tiers/p2p_tier.h"
-#include "offload/tiers/retrying_tier.h"
+#include "offload/tiers/common/tier_registry.h"
 
 namespace strata::offload {
-
-struct SecondaryTierConfig {
-  std::string type;  // "fs", "obj", or a plugin's name
-  FsTierConfig fs;
-  ObjTierConfig obj;
-  P2pTierConfig p2p;
-  // Out-of-tree tier: the shared library (offload/tiers/plugin_tier.h) and
-  // the tier's whole config entry, handed to the plugin as JSON.
-  std::string module_path;
-  std::string config_json;
-  // vLLM's per-tier "locality" ("LOCAL" | "REMOTE" | "" = unset): carried on
-  // the tier's KV events.
-  std::string locality;
-  // fs and obj: how a tier that could not start is retried (retrying_tier.h).
-  TierRetryConfig retry;
-};
 
 struct OffloadConfig {
   bool enabled = false;
@@ -40,7 +21,8 @@ struct OffloadConfig {
   // How long a request waits for lower tiers to promote its prefix into host
   // memory before it recomputes instead (a slow disk must not stall it).
   double max_load_wait_s = 5.0;
-  std::vector<SecondaryTierConfig> secondary_tiers;  // consulted in order
+  // Consulted in order; each built by offload/tiers/builtin_tiers.h.
+  std::vector<SecondaryTierConfig> secondary_tiers;
 };
 
 }  // namespace strata::offload

@@ -1,6 +1,12 @@
 // The tiered KV cache as the engine sees it (vLLM's OffloadingConnector with
-// TieringOffloadingSpec): a host tier in front of an ordered list of
-// secondary tiers, and the copies between the KV pool and the host tier.
+// TieringOffloadingSpec), in two halves:
+//   scheduler side (offloading_connector_scheduler.h): the host tier and the
+//     secondary tiers; lookups with promotion/retry, what to load and store,
+//     cascades, hit counting, KV events. No access to the KV pool's memory.
+//   data side (offloading_connector_worker.h): the transfer worker that copies
+//     between the KV pool and host slots.
+// This class owns both and moves copy jobs and their results between them
+// (the scheduler side's jobs are handed over as soon as they are decided).
 //
 //   store:  after each forward pass, chunks that became full and computed are
 //           copied pool -> host (their pool blocks pinned until the copy is
@@ -12,9 +18,6 @@
 //           miss. KV-pool blocks are reserved only once the data is in host
 //           memory (then start_load copies host -> pool).
 //
-// Every served chunk is attributed to exactly one tier (hit_tokens): the
-// host tier, or the secondary tier it was promoted from for this request.
-//
 // Threads: everything on the engine thread; copies run on the transfer
 // worker and tier I/O threads and are collected by poll().
 #pragma once
@@ -22,55 +25,25 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/kv_memory.h"
 #include "base/status.h"
 #include "kv/kv_cache_manager.h"
-#include "offload/tiers/host_tier.h"
-#include "offload/tiers/secondary_tier.h"
-#include "offload/transfer/kv_transfer_worker.h"
 #include "offload/transfer/offload_config.h"
+#include "offload/transfer/offloading_connector_scheduler.h"
+#include "offload/transfer/offloading_connector_worker.h"
 #include "scheduler/kv_connector.h"
 #include "scheduler/scheduler.h"
 
 namespace strata::offload {
 
-struct FinishedLoad {
-  std::string request_id;
-  int64_t num_tokens = 0;  // tokens now in the request's blocks
-};
-
-// A change in what a tier holds, for KV events (medium "CPU" for the host
-// tier, "STORAGE" for filesystem, object-store and plugin tiers; the peer
-// tier holds other instances' KV and announces nothing). Keys are chunk
-// keys: with blocks_per_chunk 1 (the default) each is a block hash.
-// Secondary tiers also announce removals (evicted or deleted chunks, from
-// SecondaryTier::take_removed), and carry their config's vLLM `locality`.
-struct OffloadEvent {
-  bool removed = false;
-  std::string medium;
-  std::vector<ChunkKey> keys;
-  std::string locality;  // "LOCAL" | "REMOTE" | "" (unset; always so for "CPU")
-};
-
-struct ConnectorStats {
-  std::vector<TierStats> tiers;     // "cpu" first, then the secondary tiers in order
-  int64_t promotion_failures = 0;   // secondary -> host copies that failed (recomputed)
-  int64_t promotion_allocation_failures = 0;  // no host slot for a secondary hit
-  int64_t load_wait_timeouts = 0;   // requests that stopped waiting for a slow tier
-  int64_t active_promotions = 0;
-  int64_t active_cascades = 0;
-};
-
 class OffloadingConnector : public scheduler::KvConnector {
  public:
-  // Builds the host tier (cpu_bytes_to_use / chunk bytes slots) and the
-  // secondary tiers. Errors: too little host memory for one chunk, an
-  // unknown tier type or eviction policy, a tier that cannot start.
+  // Builds the scheduler side (host and secondary tiers) and the data side
+  // over the KV memory `kv_memory` (copied by `backend`). Errors: those of OffloadingConnectorScheduler::create.
   static StatusOr<std::unique_ptr<OffloadingConnector>> create(const OffloadConfig& config,
                                                                const ChunkFormat& format,
                                                                kv::KvCacheManager& kv,
@@ -78,12 +51,14 @@ class OffloadingConnector : public scheduler::KvConnector {
                                                                std::shared_ptr<backend::Backend> backend);
   ~OffloadingConnector() override;
 
-  // scheduler::KvConnector
+  // scheduler::KvConnector (the scheduler side's)
   std::optional<int64_t> get_num_new_matched_tokens(const scheduler::Request& r,
-                                                    int64_t num_computed_tokens) override;
+                                                    int64_t num_computed_tokens) override {
+    return scheduler_->get_num_new_matched_tokens(r, num_computed_tokens);
+  }
   void start_load(const scheduler::Request& r, std::span<const int32_t> block_ids,
                   int64_t num_computed_tokens, int64_t num_external_tokens) override;
-  void request_finished(const scheduler::Request& r) override;
+  void request_finished(const scheduler::Request& r) override { scheduler_->request_finished(r); }
 
   // After a forward pass: copies the newly full, computed chunks of the
   // scheduled requests to the host tier.
@@ -93,89 +68,37 @@ class OffloadingConnector : public scheduler::KvConnector {
   // cascades, completes promotions); returns the loads that finished.
   std::vector<FinishedLoad> poll();
 
-  bool has_pending_work() const;
+  bool has_pending_work() const {
+    return worker_->has_pending_work() || scheduler_->has_pending_work();
+  }
   // Sleeps until some copy completes or `timeout` passes (idle engine only).
-  void wait_for_progress(std::chrono::microseconds timeout);
+  void wait_for_progress(std::chrono::microseconds timeout) { worker_->wait_for_progress(timeout); }
   // Waits for every copy and tier job, then polls (shutdown, tests).
   std::vector<FinishedLoad> drain();
   // Empties the host tier (reset_prefix_cache); secondary tiers keep data.
-  void reset_host_tier();
+  void reset_host_tier() { scheduler_->reset_host_tier(); }
 
-  ConnectorStats stats() const;
+  ConnectorStats stats() const { return scheduler_->stats(); }
 
   // KV events (off by default): what tiers stored or dropped since the last call.
-  void enable_events(bool on) { events_enabled_ = on; }
-  std::vector<OffloadEvent> take_events();
-  const ChunkFormat& format() const { return format_; }
+  void enable_events(bool on) { scheduler_->enable_events(on); }
+  std::vector<OffloadEvent> take_events() { return scheduler_->take_events(); }
+  const ChunkFormat& format() const { return scheduler_->format(); }
 
   // Test hook: waits for in-flight work, then adds a secondary tier.
   void add_secondary_tier(std::unique_ptr<SecondaryTier> tier);
-  const HostRegion& host_region() const { return host_->region(); }
+  const HostRegion& host_region() const { return scheduler_->host_region(); }
 
  private:
-  struct RequestState {
-    int64_t num_stored_chunks = 0;  // chunks handed to the host tier so far
-    std::chrono::steady_clock::time_point waiting_since{};
-    bool waiting = false;
-  };
-  struct LoadJob {
-    std::string request_id;
-    std::vector<ChunkKey> keys;
-    int64_t num_tokens = 0;
-  };
-  struct StoreJob {
-    std::vector<ChunkKey> keys;
-    std::vector<int32_t> pinned_blocks;
-  };
-  struct TierJobInfo {
-    bool is_promotion = false;
-    std::vector<ChunkKey> keys;
-  };
-  enum class ChunkLookup { kHit, kMiss, kRetry };
+  OffloadingConnector(std::unique_ptr<OffloadingConnectorScheduler> scheduler,
+                      backend::KvMemoryHandle kv_memory,
+                      std::shared_ptr<backend::Backend> backend);
+  void submit_transfer_jobs() { worker_->submit(scheduler_->take_transfer_jobs()); }
 
-  OffloadingConnector(const OffloadConfig& config, const ChunkFormat& format,
-                      kv::KvCacheManager& kv, backend::KvMemoryHandle kv_memory,
-                      std::shared_ptr<backend::Backend> backend,
-                      std::unique_ptr<HostTier> host);
-  ChunkLookup lookup_chunk(const ChunkKey& key, const KeySet& protect,
-                           const TierLookupContext& context);
-  bool promote(size_t tier_idx, const ChunkKey& key, const KeySet& protect);
-  void on_transfer_done(const TransferResult& result, std::vector<FinishedLoad>& loads);
-  void on_tier_job_done(size_t tier_idx, const TierJobResult& result);
-  void cascade(const std::vector<ChunkKey>& keys);
-  ChunkKey chunk_key(const scheduler::Request& r, int64_t chunk_idx) const;
-
-  OffloadConfig config_;
-  ChunkFormat format_;
-  kv::KvCacheManager& kv_;
-  std::unique_ptr<HostTier> host_;
-  std::vector<std::unique_ptr<SecondaryTier>> tiers_;
-  KvTransferWorker worker_;
-  int64_t next_job_id_ = 1;
-  std::unordered_map<std::string, RequestState> requests_;
-  std::unordered_map<int64_t, LoadJob> loads_;
-  std::unordered_map<int64_t, StoreJob> stores_;
-  std::vector<std::unordered_map<int64_t, TierJobInfo>> tier_jobs_;  // per tier
-  // Chunks promoted into host memory and not yet served: which tier they came from.
-  std::unordered_map<ChunkKey, size_t, kv::BlockHashHasher> promoted_from_;
-  std::vector<int64_t> tier_hit_tokens_;  // per secondary tier
-  ConnectorStats counters_;
-  bool events_enabled_ = false;
-  std::vector<OffloadEvent> events_;
-  void add_event(bool removed, const std::string& medium, std::vector<ChunkKey> keys,
-                 const std::string& locality = "");
-  std::vector<std::string> tier_locality_;  // per secondary tier, from its config
-  // Latency histograms: [0] the host tier, [i + 1] secondary tier i.
-  struct TierLatency {
-    LatencyHistogram lookup_sync, lookup_async, read, write;
-  };
-  std::vector<TierLatency> latency_{1};
-  // Per secondary tier: keys whose lookup answered "retry", since when.
-  std::vector<std::unordered_map<ChunkKey, std::chrono::steady_clock::time_point,
-                                 kv::BlockHashHasher>> retrying_since_;
-  LookupResult timed_lookup(size_t tier_idx, const ChunkKey& key,
-                            const TierLookupContext& context);
-  void note_evictions();
+  // Declared first: destroyed last, after the data side that copies into its
+  // host slots.
+  std::unique_ptr<OffloadingConnectorScheduler> scheduler_;
+  std::unique_ptr<OffloadingConnectorWorker> worker_;
 };
 
 }  // namespace strata::offload
