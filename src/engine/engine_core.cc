@@ -270,10 +270,9 @@ std::vector<RequestOutput> EngineCore::step() {
     step_times_.kv_transfer_s += seconds_since(t);
   }
   t = Clock::now();
-  std::vector<runner::SampledToken>& sampled = step.sampled;
-  std::vector<int32_t> ids(sampled.size());
-  for (size_t i = 0; i < sampled.size(); ++i) {
-    ids[i] = sampled[i].token_id;
+  std::vector<std::vector<int32_t>> ids(step.tokens.size());
+  for (size_t i = 0; i < step.tokens.size(); ++i) {
+    for (const runner::SampledToken& t : step.tokens[i]) ids[i].push_back(t.token_id);
     auto& lps = step.prompt_logprobs[i];
     if (lps.empty()) continue;
     auto& pending = pending_prompt_logprobs_[plan.scheduled[i].request->request_id()];
@@ -286,7 +285,10 @@ std::vector<RequestOutput> EngineCore::step() {
     while (plan.scheduled[next].request != u.request) ++next;
     RequestOutput out;
     out.request_id = u.request->request_id();
-    out.new_tokens.push_back(std::move(sampled[next]));
+    // The scheduler keeps a prefix of the list (tokens after a stop are dropped).
+    std::vector<runner::SampledToken>& tokens = step.tokens[next];
+    out.new_tokens.assign(std::make_move_iterator(tokens.begin()),
+                          std::make_move_iterator(tokens.begin() + u.new_token_ids.size()));
     if (auto p = pending_prompt_logprobs_.find(out.request_id);
         p != pending_prompt_logprobs_.end()) {
       out.prompt_logprobs = std::move(p->second);

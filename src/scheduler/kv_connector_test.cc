@@ -78,7 +78,7 @@ class ConnectorHarness : public ::testing::Test {
     for (const ScheduledRequest& s : out.scheduled) {
       result.push_back({s.request->request_id(), s.num_computed_tokens, s.num_new_tokens});
     }
-    std::vector<int32_t> sampled(out.scheduled.size(), 7);
+    std::vector<std::vector<int32_t>> sampled(out.scheduled.size(), {7});
     scheduler_.update_from_output(out, sampled);
     scheduler_.release_finished();
     return result;

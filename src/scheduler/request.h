@@ -7,7 +7,9 @@
 // A step computes num_tokens() - num_computed_tokens tokens (or a chunk of
 // them). Prefill, chunked prefill, decode, prefix-cache hits and resumption
 // after preemption are all this one rule. When a step's tokens reach
-// num_tokens(), the runner samples one new token, which is appended here.
+// num_tokens(), the runner samples one new token, which is appended here
+// (or, when the step also verified draft tokens, the accepted drafts and one
+// more; num_computed_tokens then steps back over the rejected ones).
 //
 // Owned by the Scheduler; touched only on the engine thread.
 #pragma once
@@ -76,6 +78,10 @@ class Request {
   // never take blocks from the prefix cache (vLLM does the same).
   bool skip_prefix_cache = false;
   KvTransferHints kv_transfer;
+  // Tokens proposed to follow the last token, verified in the next step
+  // (Scheduler::set_draft_token_ids); never part of all_token_ids() until
+  // accepted.
+  std::vector<int32_t> draft_token_ids;
 
   // Appends a sampled token and extends the block hashes.
   void append_output_token(int32_t token);
