@@ -43,7 +43,7 @@ Status Engine::add_request(EngineRequest request, OutputCallback on_output) {
 void Engine::abort(const std::string& request_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    finishes_.push_back({request_id, false});
+    finishes_.push_back({request_id, FinishReason::kAbort});
   }
   wake_.notify_one();
 }
@@ -51,7 +51,7 @@ void Engine::abort(const std::string& request_id) {
 void Engine::finish_stopped(const std::string& request_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    finishes_.push_back({request_id, true});
+    finishes_.push_back({request_id, FinishReason::kStop});
   }
   wake_.notify_one();
 }
@@ -87,17 +87,14 @@ void Engine::drain_inbox() {
       RequestOutput out;
       out.request_id = id;
       out.finished = true;
-      out.finish_reason = "abort";
+      out.finish_reason = FinishReason::kAbort;
       STRATA_LOG(kWarning) << "request " << id << " rejected: " << s.message();
       p.on_output(out);
       continue;
     }
     callbacks_[id] = std::move(p.on_output);
   }
-  for (const Finish& f : finishes) {
-    core_->finish_request(f.request_id, f.stopped ? scheduler::RequestStatus::kFinishedStopped
-                                                  : scheduler::RequestStatus::kFinishedAborted);
-  }
+  for (const Finish& f : finishes) core_->finish_request(f.request_id, f.reason);
   if (reset) {
     bool ok = core_->reset_prefix_cache();
     {
@@ -143,7 +140,7 @@ void Engine::loop() {
     RequestOutput out;
     out.request_id = id;
     out.finished = true;
-    out.finish_reason = "abort";
+    out.finish_reason = FinishReason::kAbort;
     callback(out);
   }
   healthy_.store(false);

@@ -70,7 +70,7 @@ class Engine {
   };
   struct Finish {
     std::string request_id;
-    bool stopped;  // true: finish reason "stop"
+    FinishReason reason;  // kStop or kAbort
   };
 
   const model::Model& model_;

@@ -35,7 +35,7 @@ class Collector {
     std::lock_guard<std::mutex> lock(mu_);
     return tokens_;
   }
-  std::map<std::string, std::string> reasons() {
+  std::map<std::string, FinishReason> reasons() {
     std::lock_guard<std::mutex> lock(mu_);
     return reasons_;
   }
@@ -44,7 +44,7 @@ class Collector {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::vector<int32_t>> tokens_;
-  std::map<std::string, std::string> reasons_;
+  std::map<std::string, FinishReason> reasons_;
 };
 
 std::unique_ptr<model::Model> load_model() {
@@ -105,7 +105,7 @@ TEST(EngineTest, ConcurrentClientsGetTheCoreTokens) {
   for (auto& t : clients) t.join();
   ASSERT_TRUE(collector.wait_for(8));
   EXPECT_EQ(collector.tokens(), expected);
-  for (auto& [id, reason] : collector.reasons()) EXPECT_EQ(reason, "length") << id;
+  for (auto& [id, reason] : collector.reasons()) EXPECT_EQ(reason, FinishReason::kLength) << id;
   EXPECT_EQ((*engine)->stats().num_running, 0);
 }
 
@@ -133,8 +133,8 @@ TEST(EngineTest, AbortAndStopEndStreamsAndFreeBlocks) {
   ASSERT_TRUE((*engine)->add_request(greedy("stopped", 20, 400), finish_on_first(true)).ok());
   (*engine)->abort("unknown-id");  // ignored
   ASSERT_TRUE(collector.wait_for(2));
-  EXPECT_EQ(collector.reasons()["long"], "abort");
-  EXPECT_EQ(collector.reasons()["stopped"], "stop");
+  EXPECT_EQ(collector.reasons()["long"], FinishReason::kAbort);
+  EXPECT_EQ(collector.reasons()["stopped"], FinishReason::kStop);
   EXPECT_LT(collector.tokens()["long"].size(), 400u);
   for (int i = 0; i < 100 && (*engine)->stats().kv_cache_usage > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -40,7 +40,10 @@ class ScriptedConnector : public KvConnector {
     loads.push_back({r.request_id(), {block_ids.begin(), block_ids.end()}, num_computed,
                      num_external});
   }
-  void request_finished(const Request& r) override { finished.push_back(r.request_id()); }
+  std::optional<KvTransferParams> request_finished(const Request& r) override {
+    finished.push_back(r.request_id());
+    return std::nullopt;
+  }
 };
 
 class ConnectorHarness : public ::testing::Test {

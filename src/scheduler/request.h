@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,6 @@ enum class RequestStatus {
 };
 
 bool is_finished(RequestStatus status);
-// OpenAI finish_reason: "stop", "length", "abort" (or "" while running).
-const char* finish_reason(RequestStatus status);
 
 // When generation ends, decided on token ids (stop strings are matched on
 // text by the engine's output processor, which then finishes the request).
@@ -78,6 +77,8 @@ class Request {
   // never take blocks from the prefix cache (vLLM does the same).
   bool skip_prefix_cache = false;
   KvTransferHints kv_transfer;
+  // Set when the request finishes: what the connector returned for it.
+  std::optional<KvTransferParams> kv_transfer_params;
   // Tokens proposed to follow the last token, verified in the next step
   // (Scheduler::set_draft_token_ids); never part of all_token_ids() until
   // accepted.

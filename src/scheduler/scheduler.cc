@@ -289,7 +289,7 @@ void Scheduler::finish(Request* r, RequestStatus status) {
   } else {
     kv_.free(r->key());
   }
-  if (connector_ != nullptr) connector_->request_finished(*r);
+  if (connector_ != nullptr) r->kv_transfer_params = connector_->request_finished(*r);
   r->status = status;
   finished_.push_back(r);
   finished_keys_.push_back(r->key());

@@ -49,7 +49,7 @@ class Harness {
     for (const RequestUpdate& u : scheduler_.update_from_output(out, sampled)) {
       std::vector<int32_t>& o = outputs_[u.request->request_id()];
       o.insert(o.end(), u.new_token_ids.begin(), u.new_token_ids.end());
-      if (u.finished) reasons_[u.request->request_id()] = finish_reason(u.request->status);
+      if (u.finished) reasons_[u.request->request_id()] = u.request->status;
     }
     scheduler_.release_finished();
     return out;
@@ -63,7 +63,7 @@ class Harness {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   std::map<std::string, std::vector<int32_t>> outputs_;
-  std::map<std::string, std::string> reasons_;
+  std::map<std::string, RequestStatus> reasons_;
   kv::RequestKey next_key_ = 1;
 };
 
@@ -88,7 +88,7 @@ TEST(SchedulerTest, PrefillThenDecodeToMaxTokens) {
   ASSERT_TRUE(h.add("a", prompt_of(10, 100), 5).ok());
   h.run_to_completion();
   EXPECT_EQ(h.outputs_["a"], reference_output(prompt_of(10, 100), 5));
-  EXPECT_EQ(h.reasons_["a"], "length");
+  EXPECT_EQ(h.reasons_["a"], RequestStatus::kFinishedLength);
   EXPECT_EQ(h.kv_.pool().num_free_blocks(), 64);
 }
 
@@ -157,7 +157,7 @@ TEST(SchedulerTest, StopsOnEosAfterMinTokens) {
   ASSERT_TRUE(h.add("min", prompt, 6, {ref[0]}, 2).ok());
   h.run_to_completion();
   EXPECT_EQ(h.outputs_["eos"], std::vector<int32_t>{ref[0]});
-  EXPECT_EQ(h.reasons_["eos"], "stop");
+  EXPECT_EQ(h.reasons_["eos"], RequestStatus::kFinishedStopped);
   // With min_tokens 2 the first EOS is ignored; generation stops at the next one.
   size_t expected = ref.size();
   for (size_t i = 1; i < ref.size(); ++i) {
@@ -265,7 +265,7 @@ TEST_F(DraftTest, StopTokenInsideTheListDropsTheRest) {
   ASSERT_EQ(u.size(), 1u);
   EXPECT_EQ(u[0].new_token_ids, (std::vector<int32_t>{71, 72}));
   EXPECT_TRUE(u[0].finished);
-  EXPECT_EQ(finish_reason(req("a").status), std::string("stop"));
+  EXPECT_EQ(req("a").status, RequestStatus::kFinishedStopped);
   h_.scheduler_.release_finished();
   EXPECT_EQ(h_.kv_.pool().num_free_blocks(), 32);
 }

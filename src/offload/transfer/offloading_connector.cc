@@ -242,8 +242,20 @@ void OffloadingConnector::start_load(const scheduler::Request& r,
   worker_.submit(std::move(job));
 }
 
-void OffloadingConnector::request_finished(const scheduler::Request& r) {
+std::optional<scheduler::KvTransferParams> OffloadingConnector::request_finished(
+    const scheduler::Request& r) {
   requests_.erase(r.request_id());
+  if (!r.kv_transfer.do_remote_decode) return std::nullopt;
+  // P/D prefill: the decoder fetches this prompt's chunks from our peer
+  // tier; they reach it as they are computed (p2p_tier.h).
+  for (const SecondaryTierConfig& tier : config_.secondary_tiers) {
+    if (tier.type != "p2p" || !tier.module_path.empty()) continue;
+    return scheduler::KvTransferParams{.remote_host = tier.p2p.advertised_host(),
+                                       .remote_port = tier.p2p.port,
+                                       .do_remote_prefill = true,
+                                       .do_remote_decode = false};
+  }
+  return std::nullopt;
 }
 
 void OffloadingConnector::store_computed(const scheduler::SchedulerOutput& plan) {
