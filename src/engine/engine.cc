@@ -56,12 +56,16 @@ void Engine::finish_stopped(const std::string& request_id) {
   wake_.notify_one();
 }
 
-bool Engine::reset_prefix_cache() {
-  std::unique_lock<std::mutex> lock(mu_);
-  reset_requested_ = true;
+void Engine::reset_prefix_cache(ResetCallback done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_) {
+      resets_.push_back(std::move(done));
+      done = nullptr;
+    }
+  }
+  if (done) return done(false);  // stopped: nothing will run it
   wake_.notify_one();
-  reset_done_.wait(lock, [this] { return !reset_requested_ || stop_; });
-  return reset_result_;
 }
 
 EngineStats Engine::stats() const {
@@ -72,12 +76,12 @@ EngineStats Engine::stats() const {
 void Engine::drain_inbox() {
   std::vector<Pending> pending;
   std::vector<Finish> finishes;
-  bool reset = false;
+  std::vector<ResetCallback> resets;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending.swap(inbox_);
     finishes.swap(finishes_);
-    reset = reset_requested_;
+    resets.swap(resets_);
   }
   for (Pending& p : pending) {
     const std::string id = p.request.request_id;
@@ -95,14 +99,9 @@ void Engine::drain_inbox() {
     callbacks_[id] = std::move(p.on_output);
   }
   for (const Finish& f : finishes) core_->finish_request(f.request_id, f.reason);
-  if (reset) {
-    bool ok = core_->reset_prefix_cache();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      reset_requested_ = false;
-      reset_result_ = ok;
-    }
-    reset_done_.notify_all();
+  if (!resets.empty()) {
+    const bool ok = core_->reset_prefix_cache();
+    for (ResetCallback& done : resets) done(ok);
   }
 }
 
@@ -120,7 +119,7 @@ void Engine::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [this] {
-        return stop_ || !inbox_.empty() || !finishes_.empty() || reset_requested_ ||
+        return stop_ || !inbox_.empty() || !finishes_.empty() || !resets_.empty() ||
                core_->has_unfinished_requests();
       });
       if (stop_) break;
@@ -135,7 +134,7 @@ void Engine::loop() {
     }
     deliver(outputs);
   }
-  // Whoever still waits hears that their request ended.
+  // Whoever still waits hears that their request ended, or that no reset ran.
   for (auto& [id, callback] : callbacks_) {
     RequestOutput out;
     out.request_id = id;
@@ -143,8 +142,13 @@ void Engine::loop() {
     out.finish_reason = FinishReason::kAbort;
     callback(out);
   }
+  std::vector<ResetCallback> resets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    resets.swap(resets_);
+  }
+  for (ResetCallback& done : resets) done(false);
   healthy_.store(false);
-  reset_done_.notify_all();
 }
 
 }  // namespace strata::engine

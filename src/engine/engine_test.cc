@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -63,6 +64,13 @@ EngineRequest greedy(const std::string& id, int n, int max_tokens) {
   r.sampling.temperature = 0.0;
   r.stop.max_tokens = max_tokens;
   return r;
+}
+
+// Resets the prefix cache and waits for the engine's answer.
+bool reset_prefix_cache(Engine& engine) {
+  std::promise<bool> done;
+  engine.reset_prefix_cache([&done](bool ok) { done.set_value(ok); });
+  return done.get_future().get();
 }
 
 EngineConfig small_config() {
@@ -140,7 +148,34 @@ TEST(EngineTest, AbortAndStopEndStreamsAndFreeBlocks) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ((*engine)->stats().kv_cache_usage, 0.0);
-  EXPECT_TRUE((*engine)->reset_prefix_cache());
+  EXPECT_TRUE(reset_prefix_cache(**engine));
+}
+
+// reset_prefix_cache never blocks its caller: the answer comes through the
+// callback at a step boundary (no while a request holds blocks).
+TEST(EngineTest, ResetPrefixCacheAnswersThroughItsCallback) {
+  auto model = load_model();
+  if (!model) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+  auto engine = Engine::create(*model, small_config(), 1);
+  ASSERT_TRUE(engine.ok());
+  Engine* e = engine->get();
+  std::promise<bool> busy;
+  auto asked = std::make_shared<bool>(false);
+  Collector collector;
+  auto forward = collector.callback();
+  // Asked from inside the first output: the request still holds its blocks.
+  auto on_output = [&busy, asked, e, forward](const RequestOutput& out) {
+    if (!*asked) {
+      *asked = true;
+      e->reset_prefix_cache([&busy](bool ok) { busy.set_value(ok); });
+    }
+    forward(out);
+  };
+  ASSERT_TRUE(e->add_request(greedy("busy", 20, 400), on_output).ok());
+  EXPECT_FALSE(busy.get_future().get());
+  e->abort("busy");
+  ASSERT_TRUE(collector.wait_for(1));
+  EXPECT_TRUE(reset_prefix_cache(*e));
 }
 
 TEST(EngineTest, InvalidRequestIsRejectedSynchronously) {
