@@ -406,18 +406,6 @@ server::ServerConfig server_config(const ServeFlags& f, const Loaded& l, int64_t
   return c;
 }
 
-// The peer tier's address as P/D decoders reach it (kv_transfer_params in
-// responses to do_remote_decode requests); none without a p2p tier.
-void set_kv_peer_address(const offload::OffloadConfig& offload, server::ServerConfig& c) {
-  for (const offload::SecondaryTierConfig& tier : offload.secondary_tiers) {
-    const offload::P2pTierConfig* p2p = tier.settings_if<offload::P2pTierConfig>();
-    if (p2p == nullptr) continue;
-    c.kv_peer_host = p2p->advertised_host();
-    c.kv_peer_port = p2p->port;
-    return;
-  }
-}
-
 Status check_flags(const ServeFlags& f) {
   if (f.dtype != "auto" && f.dtype != "float32" && f.dtype != "float" && f.dtype != "bfloat16") {
     if (f.dtype == "half" || f.dtype == "float16") {
@@ -460,7 +448,6 @@ int serve(const ServeFlags& f) {
   ctx.bos_token = loaded->chat.bos_token;
   ctx.eos_token = loaded->chat.eos_token;
   ctx.config = server_config(f, *loaded, max_len);
-  set_kv_peer_address(config->offload, ctx.config);
   ctx.rng.seed(ctx.config.seed);
   if (Status s = server::configure_agents(f.agents, *loaded->tokenizer, ctx.config.eos_token_ids,
                                           &ctx);

@@ -44,7 +44,7 @@ Status Engine::add_request(EngineRequest request, OutputCallback on_output) {
 void Engine::abort(const std::string& request_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    finishes_.push_back({request_id, false});
+    finishes_.push_back({request_id, FinishReason::kAbort});
   }
   wake_.notify_one();
 }
@@ -52,17 +52,21 @@ void Engine::abort(const std::string& request_id) {
 void Engine::finish_stopped(const std::string& request_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    finishes_.push_back({request_id, true});
+    finishes_.push_back({request_id, FinishReason::kStop});
   }
   wake_.notify_one();
 }
 
-bool Engine::reset_prefix_cache() {
-  std::unique_lock<std::mutex> lock(mu_);
-  reset_requested_ = true;
+void Engine::reset_prefix_cache(ResetCallback done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_) {
+      resets_.push_back(std::move(done));
+      done = nullptr;
+    }
+  }
+  if (done) return done(false);  // stopped: nothing will run it
   wake_.notify_one();
-  reset_done_.wait(lock, [this] { return !reset_requested_ || stop_; });
-  return reset_result_;
 }
 
 EngineStats Engine::stats() const {
@@ -73,12 +77,12 @@ EngineStats Engine::stats() const {
 void Engine::drain_inbox() {
   std::vector<Pending> pending;
   std::vector<Finish> finishes;
-  bool reset = false;
+  std::vector<ResetCallback> resets;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending.swap(inbox_);
     finishes.swap(finishes_);
-    reset = reset_requested_;
+    resets.swap(resets_);
   }
   for (Pending& p : pending) {
     const std::string id = p.request.request_id;
@@ -88,25 +92,17 @@ void Engine::drain_inbox() {
       RequestOutput out;
       out.request_id = id;
       out.finished = true;
-      out.finish_reason = "abort";
+      out.finish_reason = FinishReason::kAbort;
       STRATA_LOG(kWarning) << "request " << id << " rejected: " << s.message();
       p.on_output(out);
       continue;
     }
     callbacks_[id] = std::move(p.on_output);
   }
-  for (const Finish& f : finishes) {
-    core_->finish_request(f.request_id, f.stopped ? scheduler::RequestStatus::kFinishedStopped
-                                                  : scheduler::RequestStatus::kFinishedAborted);
-  }
-  if (reset) {
-    bool ok = core_->reset_prefix_cache();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      reset_requested_ = false;
-      reset_result_ = ok;
-    }
-    reset_done_.notify_all();
+  for (const Finish& f : finishes) core_->finish_request(f.request_id, f.reason);
+  if (!resets.empty()) {
+    const bool ok = core_->reset_prefix_cache();
+    for (ResetCallback& done : resets) done(ok);
   }
 }
 
@@ -124,7 +120,7 @@ void Engine::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [this] {
-        return stop_ || !inbox_.empty() || !finishes_.empty() || reset_requested_ ||
+        return stop_ || !inbox_.empty() || !finishes_.empty() || !resets_.empty() ||
                core_->has_unfinished_requests();
       });
       if (stop_) break;
@@ -139,16 +135,21 @@ void Engine::loop() {
     }
     deliver(outputs);
   }
-  // Whoever still waits hears that their request ended.
+  // Whoever still waits hears that their request ended, or that no reset ran.
   for (auto& [id, callback] : callbacks_) {
     RequestOutput out;
     out.request_id = id;
     out.finished = true;
-    out.finish_reason = "abort";
+    out.finish_reason = FinishReason::kAbort;
     callback(out);
   }
+  std::vector<ResetCallback> resets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    resets.swap(resets_);
+  }
+  for (ResetCallback& done : resets) done(false);
   healthy_.store(false);
-  reset_done_.notify_all();
 }
 
 }  // namespace strata::engine

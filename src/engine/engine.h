@@ -8,6 +8,11 @@
 // finished == true. Callbacks must be quick and must not call back into the
 // Engine synchronously with a lock held (post to your own thread instead).
 //
+// Calls that need the engine thread (add_request, abort, finish_stopped,
+// reset_prefix_cache) are queued and applied at the next step boundary; none
+// of them waits for it. Their answers come back through callbacks on the
+// engine thread.
+//
 // Thread-safety: every public method may be called from any thread.
 #pragma once
 
@@ -29,6 +34,9 @@
 namespace strata::engine {
 
 using OutputCallback = std::function<void(const RequestOutput&)>;
+// Whether the prefix cache was reset (false while requests hold blocks, or
+// when the engine stopped first).
+using ResetCallback = std::function<void(bool reset)>;
 
 class Engine {
  public:
@@ -51,8 +59,11 @@ class Engine {
   void abort(const std::string& request_id);
   void finish_stopped(const std::string& request_id);
 
-  // Drops all cached prefixes once no request holds blocks; false otherwise.
-  bool reset_prefix_cache();
+  // Queues a reset of every cached prefix (KV pool and host tier); at the
+  // next step boundary it happens if no request holds blocks, and `done`
+  // hears whether it did (on the engine thread, same rules as OutputCallback;
+  // at once on the caller's thread if the engine has stopped).
+  void reset_prefix_cache(ResetCallback done);
 
   EngineStats stats() const;        // snapshot after the last step
   bool is_healthy() const { return healthy_.load(); }
@@ -73,7 +84,7 @@ class Engine {
   };
   struct Finish {
     std::string request_id;
-    bool stopped;  // true: finish reason "stop"
+    FinishReason reason;  // kStop or kAbort
   };
 
   const model::Model& model_;
@@ -87,9 +98,7 @@ class Engine {
   std::condition_variable wake_;
   std::vector<Pending> inbox_;
   std::vector<Finish> finishes_;
-  bool reset_requested_ = false;
-  bool reset_result_ = false;
-  std::condition_variable reset_done_;
+  std::vector<ResetCallback> resets_;
   EngineStats stats_;
   bool stop_ = false;
 

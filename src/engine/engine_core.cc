@@ -17,6 +17,68 @@ int64_t num_blocks_for(const model::Model& model, const EngineConfig& config) {
          model.kv_bytes_per_block(config.block_size, config.kv_cache_dtype);
 }
 
+scheduler::StopConditions to_scheduler(StopConditions s) {
+  return {.max_tokens = s.max_tokens,
+          .min_tokens = s.min_tokens,
+          .stop_token_ids = std::move(s.stop_token_ids),
+          .eos_token_ids = std::move(s.eos_token_ids),
+          .ignore_eos = s.ignore_eos};
+}
+
+scheduler::KvTransferHints to_scheduler(KvTransferHints h) {
+  return {.remote_host = std::move(h.remote_host),
+          .remote_port = h.remote_port,
+          .max_load_tokens = h.max_load_tokens,
+          .max_offload_tokens = h.max_offload_tokens,
+          .do_remote_decode = h.do_remote_decode};
+}
+
+// The runner's mask, with the request's stop tokens: once a grammar is
+// complete only they remain.
+runner::TokenConstraintSpec to_runner(TokenConstraints c, const StopConditions& stop) {
+  runner::TokenConstraintSpec spec{.grammar = std::move(c.grammar),
+                                   .grammar_starts_after = std::move(c.grammar_starts_after),
+                                   .allowed_token_ids = std::move(c.allowed_token_ids),
+                                   .bad_words = std::move(c.bad_words),
+                                   .stop_token_ids = {}};
+  if (spec.empty()) return spec;
+  spec.stop_token_ids = stop.eos_token_ids;
+  spec.stop_token_ids.insert(spec.stop_token_ids.end(), stop.stop_token_ids.begin(),
+                             stop.stop_token_ids.end());
+  return spec;
+}
+
+SampledToken to_engine(runner::SampledToken t) {
+  return {t.token_id, t.logprob, std::move(t.top_logprobs)};
+}
+
+PromptLogprob to_engine(runner::PromptLogprob p) {
+  return {p.token_id, p.logprob, std::move(p.top_logprobs)};
+}
+
+std::optional<KvTransferParams> to_engine(const std::optional<scheduler::KvTransferParams>& p) {
+  if (!p) return std::nullopt;
+  return KvTransferParams{p->do_remote_prefill, p->do_remote_decode, p->remote_host,
+                          p->remote_port};
+}
+
+FinishReason to_engine(scheduler::RequestStatus status) {
+  switch (status) {
+    case scheduler::RequestStatus::kFinishedStopped: return FinishReason::kStop;
+    case scheduler::RequestStatus::kFinishedLength: return FinishReason::kLength;
+    case scheduler::RequestStatus::kFinishedAborted: return FinishReason::kAbort;
+    default: return FinishReason::kNone;
+  }
+}
+
+scheduler::RequestStatus to_scheduler(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return scheduler::RequestStatus::kFinishedStopped;
+    case FinishReason::kLength: return scheduler::RequestStatus::kFinishedLength;
+    default: return scheduler::RequestStatus::kFinishedAborted;
+  }
+}
+
 }  // namespace
 
 std::string model_fingerprint(const model::Model& model) {
@@ -192,39 +254,40 @@ Status EngineCore::add_request(EngineRequest request) {
   kv::ExtraKeys keys = extra_keys_;
   keys.cache_salt = request.cache_salt;
   const kv::RequestKey key = next_key_++;
-  if (!request.constraints.empty()) {
-    std::vector<int32_t>& stops = request.constraints.stop_token_ids;
-    stops = request.stop.eos_token_ids;
-    stops.insert(stops.end(), request.stop.stop_token_ids.begin(),
-                 request.stop.stop_token_ids.end());
-  }
-  auto r = std::make_unique<scheduler::Request>(request.request_id, key,
-                                                std::move(request.prompt_token_ids),
-                                                std::move(request.stop), kv::root_block_hash(keys),
-                                                config_.block_size);
+  runner::TokenConstraintSpec constraints = to_runner(std::move(request.constraints), request.stop);
+  auto r = std::make_unique<scheduler::Request>(
+      request.request_id, key, std::move(request.prompt_token_ids),
+      to_scheduler(std::move(request.stop)), kv::root_block_hash(keys), config_.block_size);
   r->skip_prefix_cache = request.num_prompt_logprobs >= 0;
-  r->kv_transfer = std::move(request.kv_transfer);
+  r->kv_transfer = to_scheduler(std::move(request.kv_transfer));
   STRATA_RETURN_IF_ERROR(scheduler_.add_request(std::move(r)));
   times_[request.request_id] = {.arrival = std::chrono::steady_clock::now()};
   runner_.add_request(key, request.sampling, request.num_top_logprobs,
-                      request.num_prompt_logprobs, std::move(request.constraints));
+                      request.num_prompt_logprobs, std::move(constraints));
   return Status();
 }
 
-bool EngineCore::finish_request(const std::string& request_id, scheduler::RequestStatus status) {
+bool EngineCore::finish_request(const std::string& request_id, FinishReason reason) {
   const scheduler::Request* r = scheduler_.find(request_id);
   if (r == nullptr) return false;
-  if (!scheduler_.finish_request(request_id, status)) return false;
+  if (!scheduler_.finish_request(request_id, to_scheduler(reason))) return false;
   pending_prompt_logprobs_.erase(request_id);  // times_: the final output reports them
-  RequestOutput out;
-  out.request_id = request_id;
-  out.finished = true;
-  out.finish_reason = scheduler::finish_reason(status);
-  out.num_prompt_tokens = r->num_prompt_tokens();
-  out.num_cached_tokens = std::max<int64_t>(0, r->num_cached_tokens);
-  out.num_output_tokens = r->num_output_tokens();
-  aborted_.push_back(std::move(out));
+  aborted_.push_back(output_for(*r));
   return true;
+}
+
+RequestOutput EngineCore::output_for(const scheduler::Request& r) const {
+  RequestOutput out;
+  out.request_id = r.request_id();
+  out.finished = scheduler::is_finished(r.status);
+  if (out.finished) {
+    out.finish_reason = to_engine(r.status);
+    out.kv_transfer_params = to_engine(r.kv_transfer_params);
+  }
+  out.num_prompt_tokens = r.num_prompt_tokens();
+  out.num_cached_tokens = std::max<int64_t>(0, r.num_cached_tokens);
+  out.num_output_tokens = r.num_output_tokens();
+  return out;
 }
 
 std::vector<RequestOutput> EngineCore::step() {
@@ -274,33 +337,29 @@ std::vector<RequestOutput> EngineCore::step() {
     step_times_.kv_transfer_s += seconds_since(t);
   }
   t = Clock::now();
-  std::vector<runner::SampledToken>& sampled = step.sampled;
-  std::vector<int32_t> ids(sampled.size());
-  for (size_t i = 0; i < sampled.size(); ++i) {
-    ids[i] = sampled[i].token_id;
+  std::vector<std::vector<int32_t>> ids(step.tokens.size());
+  for (size_t i = 0; i < step.tokens.size(); ++i) {
+    for (const runner::SampledToken& t : step.tokens[i]) ids[i].push_back(t.token_id);
     auto& lps = step.prompt_logprobs[i];
     if (lps.empty()) continue;
     auto& pending = pending_prompt_logprobs_[plan.scheduled[i].request->request_id()];
-    pending.insert(pending.end(), std::make_move_iterator(lps.begin()),
-                   std::make_move_iterator(lps.end()));
+    for (runner::PromptLogprob& p : lps) pending.push_back(to_engine(std::move(p)));
   }
   std::vector<scheduler::RequestUpdate> updates = scheduler_.update_from_output(plan, ids);
   size_t next = 0;
   for (const scheduler::RequestUpdate& u : updates) {
     while (plan.scheduled[next].request != u.request) ++next;
-    RequestOutput out;
-    out.request_id = u.request->request_id();
-    out.new_tokens.push_back(std::move(sampled[next]));
+    RequestOutput out = output_for(*u.request);
+    // The scheduler keeps a prefix of the list (tokens after a stop are dropped).
+    std::vector<runner::SampledToken>& tokens = step.tokens[next];
+    for (size_t i = 0; i < u.new_token_ids.size(); ++i) {
+      out.new_tokens.push_back(to_engine(std::move(tokens[i])));
+    }
     if (auto p = pending_prompt_logprobs_.find(out.request_id);
         p != pending_prompt_logprobs_.end()) {
       out.prompt_logprobs = std::move(p->second);
       pending_prompt_logprobs_.erase(p);
     }
-    out.finished = u.finished;
-    out.finish_reason = scheduler::finish_reason(u.request->status);
-    out.num_prompt_tokens = u.request->num_prompt_tokens();
-    out.num_cached_tokens = std::max<int64_t>(0, u.request->num_cached_tokens);
-    out.num_output_tokens = u.request->num_output_tokens();
     if (u.finished) runner_.remove_request(u.request->key());
     outputs.push_back(std::move(out));
   }

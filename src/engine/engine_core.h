@@ -24,8 +24,9 @@
 #include "backend/kv_memory.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
-#include "kv/kv_cache_manager.h"
+#include "engine/types.h"
 #include "events/kv_event_publisher.h"
+#include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "offload/transfer/offload_config.h"
 #include "offload/transfer/offloading_connector.h"
@@ -49,44 +50,6 @@ struct EngineConfig {
   // KV events for routers (--kv-events-config); null or disabled = none. The
   // engine thread publishes one batch per step that changed the caches.
   std::shared_ptr<events::KvEventPublisher> kv_events;
-};
-
-struct EngineRequest {
-  std::string request_id;
-  std::vector<int32_t> prompt_token_ids;
-  sampling::SamplingParams sampling;
-  scheduler::StopConditions stop;
-  int num_top_logprobs = 0;
-  int num_prompt_logprobs = -1;  // -1 off; k >= 0: each prompt token's logprob + top k
-  std::string cache_salt;
-  scheduler::KvTransferHints kv_transfer;  // from kv_transfer_params
-  // Structured outputs, allowed_token_ids, bad_words (runner/token_constraints.h).
-  runner::TokenConstraintSpec constraints;
-};
-
-// What one step produced for one request.
-struct RequestOutput {
-  std::string request_id;
-  std::vector<runner::SampledToken> new_tokens;
-  // Prompt tokens 1..n-1 (token 0 has no logprob), delivered with the first
-  // generated token when the request asked for prompt logprobs.
-  std::vector<runner::PromptLogprob> prompt_logprobs;
-  bool finished = false;
-  std::string finish_reason;  // "stop", "length", "abort" once finished
-  int64_t num_prompt_tokens = 0;
-  int64_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
-  int64_t num_output_tokens = 0;
-  // On the request's first output: seconds from add_request() to its first
-  // scheduling (vllm:request_queue_time_seconds) and from then to the end of
-  // the step that sampled its first token (vllm:request_prefill_time_seconds);
-  // -1 on later outputs.
-  double queue_time_s = -1.0;
-  double prefill_time_s = -1.0;
-  // On the final output of a request that produced a token: first token to
-  // the end (vllm:request_decode_time_seconds) and first scheduling to the end
-  // (vllm:request_inference_time_seconds); -1 otherwise.
-  double decode_time_s = -1.0;
-  double inference_time_s = -1.0;
 };
 
 // Tokens per engine step, as vLLM's vllm:iteration_tokens_total buckets.
@@ -142,13 +105,13 @@ class EngineCore {
   // vocabulary, duplicate id.
   Status add_request(EngineRequest request);
   // Returns false for unknown or finished ids; the request's output is a
-  // final RequestOutput with finish_reason "abort" in the next step().
+  // final RequestOutput with FinishReason::kAbort in the next step().
   bool abort_request(const std::string& request_id) {
-    return finish_request(request_id, scheduler::RequestStatus::kFinishedAborted);
+    return finish_request(request_id, FinishReason::kAbort);
   }
-  // Finishes a request with `status` (e.g. kFinishedStopped when the server
-  // matched a stop string) and frees its blocks; the next step() reports it.
-  bool finish_request(const std::string& request_id, scheduler::RequestStatus status);
+  // Finishes a request with `reason` (kStop when the server matched a stop
+  // string, kAbort) and frees its blocks; the next step() reports it.
+  bool finish_request(const std::string& request_id, FinishReason reason);
   // Static checks of a request against the model and limits (any thread).
   static Status validate(const model::Model& model, const EngineConfig& config,
                          const EngineRequest& request);
@@ -188,7 +151,10 @@ class EngineCore {
   kv::RequestKey next_key_ = 1;
   std::vector<RequestOutput> aborted_;
   // Prompt logprobs gathered over prefill chunks, until the first token.
-  std::unordered_map<std::string, std::vector<runner::PromptLogprob>> pending_prompt_logprobs_;
+  std::unordered_map<std::string, std::vector<PromptLogprob>> pending_prompt_logprobs_;
+  // r's output without tokens: counts, and once finished its reason and the
+  // connector's KV transfer params.
+  RequestOutput output_for(const scheduler::Request& r) const;
   void record_step(int64_t num_tokens);
   void time_outputs(std::vector<RequestOutput>& outputs);
 

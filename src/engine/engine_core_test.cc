@@ -196,7 +196,7 @@ TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
     EXPECT_TRUE((*core)->add_request(greedy("warm", prompt, 1)).ok());
     while ((*core)->has_unfinished_requests()) (*core)->step();
     EXPECT_TRUE((*core)->add_request(r).ok());
-    std::vector<runner::PromptLogprob> got;
+    std::vector<PromptLogprob> got;
     while ((*core)->has_unfinished_requests()) {
       for (RequestOutput& out : (*core)->step()) {
         got.insert(got.end(), out.prompt_logprobs.begin(), out.prompt_logprobs.end());
@@ -204,10 +204,10 @@ TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
     }
     return got;
   };
-  std::vector<runner::PromptLogprob> whole = collect(config(512));
+  std::vector<PromptLogprob> whole = collect(config(512));
   EngineConfig chunked = config(512);
   chunked.scheduler.long_prefill_token_threshold = 5;
-  std::vector<runner::PromptLogprob> pieces = collect(chunked);
+  std::vector<PromptLogprob> pieces = collect(chunked);
   ASSERT_EQ(whole.size(), prompt.size() - 1);
   ASSERT_EQ(pieces.size(), prompt.size() - 1);
   // Reference: logits of every prompt position from one plain forward pass.
@@ -311,7 +311,7 @@ TEST_F(EngineInvariantTest, AbortFreesAndReportsAbort) {
   EXPECT_EQ((*core)->stats().kv_cache_usage, 0.0);
   std::vector<RequestOutput> outs = (*core)->step();
   ASSERT_EQ(outs.size(), 1u);
-  EXPECT_EQ(outs[0].finish_reason, "abort");
+  EXPECT_EQ(outs[0].finish_reason, FinishReason::kAbort);
   EXPECT_LT(outs[0].queue_time_s, 0.0);  // the first output already carried it
   EXPECT_FALSE((*core)->has_unfinished_requests());
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -35,7 +36,7 @@ class Collector {
     std::lock_guard<std::mutex> lock(mu_);
     return tokens_;
   }
-  std::map<std::string, std::string> reasons() {
+  std::map<std::string, FinishReason> reasons() {
     std::lock_guard<std::mutex> lock(mu_);
     return reasons_;
   }
@@ -44,7 +45,7 @@ class Collector {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::vector<int32_t>> tokens_;
-  std::map<std::string, std::string> reasons_;
+  std::map<std::string, FinishReason> reasons_;
 };
 
 std::unique_ptr<model::Model> load_model() {
@@ -63,6 +64,13 @@ EngineRequest greedy(const std::string& id, int n, int max_tokens) {
   r.sampling.temperature = 0.0;
   r.stop.max_tokens = max_tokens;
   return r;
+}
+
+// Resets the prefix cache and waits for the engine's answer.
+bool reset_prefix_cache(Engine& engine) {
+  std::promise<bool> done;
+  engine.reset_prefix_cache([&done](bool ok) { done.set_value(ok); });
+  return done.get_future().get();
 }
 
 EngineConfig small_config() {
@@ -105,7 +113,7 @@ TEST(EngineTest, ConcurrentClientsGetTheCoreTokens) {
   for (auto& t : clients) t.join();
   ASSERT_TRUE(collector.wait_for(8));
   EXPECT_EQ(collector.tokens(), expected);
-  for (auto& [id, reason] : collector.reasons()) EXPECT_EQ(reason, "length") << id;
+  for (auto& [id, reason] : collector.reasons()) EXPECT_EQ(reason, FinishReason::kLength) << id;
   EXPECT_EQ((*engine)->stats().num_running, 0);
 }
 
@@ -133,14 +141,41 @@ TEST(EngineTest, AbortAndStopEndStreamsAndFreeBlocks) {
   ASSERT_TRUE((*engine)->add_request(greedy("stopped", 20, 400), finish_on_first(true)).ok());
   (*engine)->abort("unknown-id");  // ignored
   ASSERT_TRUE(collector.wait_for(2));
-  EXPECT_EQ(collector.reasons()["long"], "abort");
-  EXPECT_EQ(collector.reasons()["stopped"], "stop");
+  EXPECT_EQ(collector.reasons()["long"], FinishReason::kAbort);
+  EXPECT_EQ(collector.reasons()["stopped"], FinishReason::kStop);
   EXPECT_LT(collector.tokens()["long"].size(), 400u);
   for (int i = 0; i < 100 && (*engine)->stats().kv_cache_usage > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ((*engine)->stats().kv_cache_usage, 0.0);
-  EXPECT_TRUE((*engine)->reset_prefix_cache());
+  EXPECT_TRUE(reset_prefix_cache(**engine));
+}
+
+// reset_prefix_cache never blocks its caller: the answer comes through the
+// callback at a step boundary (no while a request holds blocks).
+TEST(EngineTest, ResetPrefixCacheAnswersThroughItsCallback) {
+  auto model = load_model();
+  if (!model) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+  auto engine = Engine::create(*model, small_config(), 1);
+  ASSERT_TRUE(engine.ok());
+  Engine* e = engine->get();
+  std::promise<bool> busy;
+  auto asked = std::make_shared<bool>(false);
+  Collector collector;
+  auto forward = collector.callback();
+  // Asked from inside the first output: the request still holds its blocks.
+  auto on_output = [&busy, asked, e, forward](const RequestOutput& out) {
+    if (!*asked) {
+      *asked = true;
+      e->reset_prefix_cache([&busy](bool ok) { busy.set_value(ok); });
+    }
+    forward(out);
+  };
+  ASSERT_TRUE(e->add_request(greedy("busy", 20, 400), on_output).ok());
+  EXPECT_FALSE(busy.get_future().get());
+  e->abort("busy");
+  ASSERT_TRUE(collector.wait_for(1));
+  EXPECT_TRUE(reset_prefix_cache(*e));
 }
 
 TEST(EngineTest, InvalidRequestIsRejectedSynchronously) {

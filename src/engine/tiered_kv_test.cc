@@ -449,6 +449,44 @@ TEST_F(TieredKvTest, PeerTierLoadEqualsRecompute) {
   EXPECT_GE(tier(b.core->stats(), "p2p").hit_tokens, 140);
 }
 
+// P/D: a do_remote_decode prefill's final output carries what the connector
+// returned when the request finished (vLLM's request_finished): the peer
+// tier's advertised address. Other requests carry nothing.
+TEST_F(TieredKvTest, RemoteDecodePrefillGetsTransferParamsFromTheConnector) {
+  const int port = free_tcp_port();
+  EngineConfig c = config(64, 512, false);
+  offload::SecondaryTierConfig t;
+  t.type = "p2p";
+  offload::P2pTierConfig& p2p = t.emplace<offload::P2pTierConfig>();
+  p2p.host = "127.0.0.1";
+  p2p.port = port;
+  p2p.advertise_host = "10.0.0.7";
+  p2p.secret = "a-test-secret-of-enough-bytes";
+  p2p.num_threads = 2;
+  c.offload.secondary_tiers.push_back(t);
+  Session s(*model_, c);
+  EngineRequest prefill = greedy("prefill", random_prompt(20, 14), 1);
+  prefill.kv_transfer.do_remote_decode = true;
+  ASSERT_TRUE(s.core->add_request(prefill).ok());
+  ASSERT_TRUE(s.core->add_request(greedy("plain", random_prompt(20, 15), 2)).ok());
+  std::map<std::string, RequestOutput> last;
+  while (s.core->has_unfinished_requests()) {
+    for (RequestOutput& o : s.core->step()) {
+      const bool expect_params = o.request_id == "prefill" && o.finished;
+      EXPECT_EQ(o.kv_transfer_params.has_value(), expect_params) << o.request_id;
+      last[o.request_id] = std::move(o);
+    }
+  }
+  ASSERT_TRUE(last["prefill"].kv_transfer_params.has_value());
+  const KvTransferParams& p = *last["prefill"].kv_transfer_params;
+  EXPECT_TRUE(p.do_remote_prefill);
+  EXPECT_FALSE(p.do_remote_decode);
+  EXPECT_EQ(p.remote_host, "10.0.0.7");
+  EXPECT_EQ(p.remote_port, port);
+  EXPECT_EQ(last["prefill"].finish_reason, FinishReason::kLength);
+  EXPECT_FALSE(last["plain"].kv_transfer_params.has_value());
+}
+
 TEST_F(TieredKvTest, UnusableDirectoryFailsAtStartup) {
   const std::string file = root_ + "/not-a-dir";
   std::ofstream(file) << "x";

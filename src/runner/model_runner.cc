@@ -26,12 +26,20 @@ void ModelRunner::add_request(kv::RequestKey key, const sampling::SamplingParams
 
 void ModelRunner::remove_request(kv::RequestKey key) { requests_.erase(key); }
 
+void ModelRunner::add_token(model::ForwardBatch& batch, const std::vector<int32_t>& blocks,
+                            int32_t token_id, int64_t pos) const {
+  const int64_t block_size = kv_memory_->block_size();
+  batch.token_ids.push_back(token_id);
+  batch.positions.push_back(static_cast<int32_t>(pos));
+  batch.attn.slot_mapping.push_back(int64_t{blocks[pos / block_size]} * block_size +
+                                    pos % block_size);
+}
+
 model::ForwardBatch ModelRunner::build_batch(const scheduler::SchedulerOutput& output,
                                              const kv::KvCacheManager& kv,
                                              std::vector<LogitsRow>& rows) const {
   model::ForwardBatch batch;
   attention::AttentionMetadata& md = batch.attn;
-  const int64_t block_size = kv_memory_->block_size();
   size_t max_blocks = 1;
   for (const auto& s : output.scheduled) {
     max_blocks = std::max(max_blocks, kv.block_ids(s.request->key()).size());
@@ -52,31 +60,39 @@ model::ForwardBatch ModelRunner::build_batch(const scheduler::SchedulerOutput& o
         batch.logits_indices.push_back(static_cast<int32_t>(batch.token_ids.size()));
         rows.push_back({entry, pos, false});
       }
-      batch.token_ids.push_back(ids[pos]);
-      batch.positions.push_back(static_cast<int32_t>(pos));
-      md.slot_mapping.push_back(int64_t{blocks[pos / block_size]} * block_size + pos % block_size);
+      add_token(batch, blocks, ids[pos], pos);
     }
-    md.query_start_loc.push_back(md.query_start_loc.back() +
-                                 static_cast<int32_t>(s.num_new_tokens));
-    md.seq_lens.push_back(static_cast<int32_t>(s.num_computed_tokens + s.num_new_tokens));
+    // Draft tokens follow the request's own tokens at the next positions.
+    const int64_t first_draft_pos = s.num_computed_tokens + s.num_new_tokens;
+    for (int64_t j = 0; j < s.num_draft_tokens(); ++j) {
+      add_token(batch, blocks, s.draft_token_ids[j], first_draft_pos + j);
+    }
+    const int64_t num_scheduled = s.num_scheduled_tokens();
+    md.query_start_loc.push_back(md.query_start_loc.back() + static_cast<int32_t>(num_scheduled));
+    md.seq_lens.push_back(static_cast<int32_t>(s.num_computed_tokens + num_scheduled));
     std::vector<int32_t> row(blocks);
     row.resize(max_blocks, 0);
     md.block_tables.insert(md.block_tables.end(), row.begin(), row.end());
     if (s.samples) {
-      batch.logits_indices.push_back(md.query_start_loc.back() - 1);
-      rows.push_back({entry, s.num_computed_tokens + s.num_new_tokens - 1, true});
+      // One row after the last own token, then one after each draft: row j
+      // checks draft j (the last row gives the bonus token).
+      const int32_t last_own =
+          md.query_start_loc.back() - 1 - static_cast<int32_t>(s.num_draft_tokens());
+      for (int32_t j = 0; j <= s.num_draft_tokens(); ++j) {
+        batch.logits_indices.push_back(last_own + j);
+        rows.push_back({entry, first_draft_pos - 1 + j, true});
+      }
     }
   }
   return batch;
 }
 
 void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState& state,
-                             const float* logits, SampledToken& out) {
+                             const float* logits, std::span<const int32_t> generated,
+                             SampledToken& out) {
   const int64_t vocab = model_.vocab_size();
   const std::vector<int32_t>& ids = s.request->all_token_ids();
-  const int64_t num_prompt = s.request->num_prompt_tokens();
-  std::span<const int32_t> prompt(ids.data(), num_prompt);
-  std::span<const int32_t> generated(ids.data() + num_prompt, ids.size() - num_prompt);
+  std::span<const int32_t> prompt(ids.data(), s.request->num_prompt_tokens());
   if (state.constraints != nullptr) {
     masked_logits_.resize(static_cast<size_t>(vocab));
     state.constraints->apply(logits, masked_logits_.data(), vocab, generated);
@@ -88,6 +104,32 @@ void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState&
   out.logprob = sampling::token_logprob(logits, vocab, out.token_id);
   if (state.num_top_logprobs > 0) {
     out.top_logprobs = sampling::top_logprobs(logits, vocab, state.num_top_logprobs);
+  }
+}
+
+void ModelRunner::sample_verified(const scheduler::ScheduledRequest& s, RequestState& state,
+                                  const float* logits, std::vector<SampledToken>& out) {
+  const std::vector<int32_t>& ids = s.request->all_token_ids();
+  const int64_t num_prompt = s.request->num_prompt_tokens();
+  std::span<const int32_t> generated(ids.data() + num_prompt, ids.size() - num_prompt);
+  if (s.draft_token_ids.empty()) {
+    sample_row(s, state, logits, generated, out.emplace_back());
+    return;
+  }
+  // Greedy verification: row j's token must equal draft j to go on; the
+  // first mismatch is the correction, and after k matches row k gives the
+  // bonus token. Every row is sampled with the tokens before it as context.
+  STRATA_CHECK(state.sampler.params().temperature == 0.0)
+      << "request " << s.request->request_id() << " has " << s.num_draft_tokens()
+      << " draft tokens but temperature " << state.sampler.params().temperature
+      << "; only greedy requests can verify drafts so far";
+  const int64_t vocab = model_.vocab_size();
+  std::vector<int32_t> context(generated.begin(), generated.end());
+  for (int64_t j = 0; j <= s.num_draft_tokens(); ++j) {
+    SampledToken& t = out.emplace_back();
+    sample_row(s, state, logits + j * vocab, context, t);
+    if (j == s.num_draft_tokens() || t.token_id != s.draft_token_ids[j]) return;
+    context.push_back(t.token_id);
   }
 }
 
@@ -108,7 +150,7 @@ void ModelRunner::prompt_logprob_row(const scheduler::ScheduledRequest& s, Reque
 StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
                                 const kv::KvCacheManager& kv) {
   StepResult result;
-  result.sampled.resize(output.scheduled.size());
+  result.tokens.resize(output.scheduled.size());
   result.prompt_logprobs.resize(output.scheduled.size());
   if (output.scheduled.empty()) return result;
   std::vector<LogitsRow> rows;
@@ -124,7 +166,9 @@ StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
     STRATA_CHECK(it != requests_.end()) << "request was never added to the runner";
     const float* l = logits.data() + r * vocab;
     if (rows[r].samples) {
-      sample_row(s, it->second, l, result.sampled[rows[r].entry]);
+      // An entry's sampling rows are consecutive: all of them are read here.
+      sample_verified(s, it->second, l, result.tokens[rows[r].entry]);
+      r += static_cast<size_t>(s.num_draft_tokens());
     } else {
       prompt_logprob_row(s, it->second, rows[r].position, l, result.prompt_logprobs[rows[r].entry]);
     }

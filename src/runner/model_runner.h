@@ -1,7 +1,11 @@
 // Executes one scheduled engine step: turns the scheduler's plan into a flat
 // ForwardBatch (token ids, positions, slot mapping, block tables), runs the
-// model once over all of it, and samples one token for every request whose
-// step reaches the end of its sequence.
+// model once over all of it, and samples for every request whose step
+// reaches the end of its sequence: one token, or, when the step verifies
+// draft tokens (ScheduledRequest::draft_token_ids), a logits row at the last
+// own position and at every draft position, and the accepted drafts plus one
+// token (greedy: a draft is accepted while it equals the argmax; random
+// sampling cannot verify drafts yet and is an invariant failure).
 //
 // Runs on a backend, over the KV pool's memory (a KvMemoryHandle shared with
 // the engine core, which allocates it next to the KV accounting, and with the
@@ -14,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -43,7 +48,11 @@ struct PromptLogprob {
 
 // What one step produced for scheduled entry i.
 struct StepResult {
-  std::vector<SampledToken> sampled;  // [num_scheduled]
+  // [num_scheduled][n]: the tokens sampled for entry i: none when the entry
+  // does not sample; one for an ordinary step; for a verify step with k
+  // drafts the accepted drafts (a prefix of them) then the correction or
+  // bonus token (1..k+1).
+  std::vector<std::vector<SampledToken>> tokens;
   // [num_scheduled]: prompt logprobs of the prompt positions computed this step.
   std::vector<std::vector<PromptLogprob>> prompt_logprobs;
 };
@@ -79,8 +88,8 @@ class ModelRunner {
     int64_t num_prompt_logprobs_done = 0;  // survives preemption: no duplicates
     std::unique_ptr<TokenConstraints> constraints;  // null = unconstrained
   };
-  // A row of logits the step computes: for sampling, or a prompt logprob of
-  // the token after `position`.
+  // A row of logits the step computes: for sampling (the token after
+  // `position`), or a prompt logprob of the token after `position`.
   struct LogitsRow {
     size_t entry;
     int64_t position;
@@ -89,8 +98,14 @@ class ModelRunner {
   model::ForwardBatch build_batch(const scheduler::SchedulerOutput& output,
                                   const kv::KvCacheManager& kv,
                                   std::vector<LogitsRow>& rows) const;
+  void add_token(model::ForwardBatch& batch, const std::vector<int32_t>& blocks, int32_t token_id,
+                 int64_t pos) const;
+  // Samples one token from `logits` [vocab]; `generated`: the output tokens before it.
   void sample_row(const scheduler::ScheduledRequest& s, RequestState& state, const float* logits,
-                  SampledToken& out);
+                  std::span<const int32_t> generated, SampledToken& out);
+  // Samples s's token list from its 1 + num_draft_tokens rows at `logits`.
+  void sample_verified(const scheduler::ScheduledRequest& s, RequestState& state,
+                       const float* logits, std::vector<SampledToken>& out);
   void prompt_logprob_row(const scheduler::ScheduledRequest& s, RequestState& state,
                           int64_t position, const float* logits,
                           std::vector<PromptLogprob>& out);

@@ -12,6 +12,9 @@
 //      copy runs and other requests keep computing
 //   4. the engine reports the finished load (Scheduler::finish_kv_load), after
 //      which r is scheduled from the first token no tier had
+// When r finishes (Scheduler::finish), request_finished(r) drops the
+// connector's state for it and may return KvTransferParams for r's final
+// output (P/D: where a decoder loads r's KV from).
 // After every forward pass the engine calls the connector to store newly
 // computed full chunks (that does not involve the scheduler).
 #pragma once
@@ -37,6 +40,16 @@ struct KvTransferHints {
   bool do_remote_decode = false;    // this instance prefills for a decoder elsewhere
 };
 
+// What the connector returns for a finished request (vLLM's
+// request_finished -> kv_transfer_params): for a do_remote_decode prefill,
+// the peer that serves this prompt's KV to the decoder.
+struct KvTransferParams {
+  std::string remote_host;
+  int64_t remote_port = 0;
+  bool do_remote_prefill = false;  // the receiver of these params loads the KV remotely
+  bool do_remote_decode = false;
+};
+
 class KvConnector {
  public:
   virtual ~KvConnector() = default;
@@ -53,8 +66,11 @@ class KvConnector {
   virtual void start_load(const Request& r, std::span<const int32_t> block_ids,
                           int64_t num_computed_tokens, int64_t num_external_tokens) = 0;
 
-  // `r` finished or was preempted; drop per-request state.
-  virtual void request_finished(const Request& r) = 0;
+  // `r` finished (any reason): drop per-request state. Returns the
+  // kv_transfer_params for r's final output, or nullopt. Unlike vLLM's, it
+  // never asks to delay freeing r's blocks: chunks a peer will fetch are
+  // served from host memory.
+  virtual std::optional<KvTransferParams> request_finished(const Request& r) = 0;
 };
 
 }  // namespace strata::scheduler

@@ -40,7 +40,10 @@ class ScriptedConnector : public KvConnector {
     loads.push_back({r.request_id(), {block_ids.begin(), block_ids.end()}, num_computed,
                      num_external});
   }
-  void request_finished(const Request& r) override { finished.push_back(r.request_id()); }
+  std::optional<KvTransferParams> request_finished(const Request& r) override {
+    finished.push_back(r.request_id());
+    return std::nullopt;
+  }
 };
 
 class ConnectorHarness : public ::testing::Test {
@@ -78,7 +81,7 @@ class ConnectorHarness : public ::testing::Test {
     for (const ScheduledRequest& s : out.scheduled) {
       result.push_back({s.request->request_id(), s.num_computed_tokens, s.num_new_tokens});
     }
-    std::vector<int32_t> sampled(out.scheduled.size(), 7);
+    std::vector<std::vector<int32_t>> sampled(out.scheduled.size(), {7});
     scheduler_.update_from_output(out, sampled);
     scheduler_.release_finished();
     return result;

@@ -7,15 +7,6 @@ bool is_finished(RequestStatus status) {
          status == RequestStatus::kFinishedAborted;
 }
 
-const char* finish_reason(RequestStatus status) {
-  switch (status) {
-    case RequestStatus::kFinishedStopped: return "stop";
-    case RequestStatus::kFinishedLength: return "length";
-    case RequestStatus::kFinishedAborted: return "abort";
-    default: return "";
-  }
-}
-
 Request::Request(std::string request_id, kv::RequestKey key, std::vector<int32_t> prompt_token_ids,
                  StopConditions stop, const kv::BlockHash& root_hash, int64_t block_size)
     : request_id_(std::move(request_id)),

@@ -7,12 +7,15 @@
 // A step computes num_tokens() - num_computed_tokens tokens (or a chunk of
 // them). Prefill, chunked prefill, decode, prefix-cache hits and resumption
 // after preemption are all this one rule. When a step's tokens reach
-// num_tokens(), the runner samples one new token, which is appended here.
+// num_tokens(), the runner samples one new token, which is appended here
+// (or, when the step also verified draft tokens, the accepted drafts and one
+// more; num_computed_tokens then steps back over the rejected ones).
 //
 // Owned by the Scheduler; touched only on the engine thread.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +36,6 @@ enum class RequestStatus {
 };
 
 bool is_finished(RequestStatus status);
-// OpenAI finish_reason: "stop", "length", "abort" (or "" while running).
-const char* finish_reason(RequestStatus status);
 
 // When generation ends, decided on token ids (stop strings are matched on
 // text by the engine's output processor, which then finishes the request).
@@ -76,6 +77,12 @@ class Request {
   // never take blocks from the prefix cache (vLLM does the same).
   bool skip_prefix_cache = false;
   KvTransferHints kv_transfer;
+  // Set when the request finishes: what the connector returned for it.
+  std::optional<KvTransferParams> kv_transfer_params;
+  // Tokens proposed to follow the last token, verified in the next step
+  // (Scheduler::set_draft_token_ids); never part of all_token_ids() until
+  // accepted.
+  std::vector<int32_t> draft_token_ids;
 
   // Appends a sampled token and extends the block hashes.
   void append_output_token(int32_t token);

@@ -46,6 +46,15 @@ int64_t Scheduler::chunk_size(const Request& r, int64_t num_computed, int64_t bu
   return n;
 }
 
+int64_t Scheduler::num_drafts_to_verify(const Request& r, int64_t num_new, int64_t budget) const {
+  // k drafts append up to k + 1 tokens: stay within max_model_len and max_tokens.
+  const int64_t room =
+      std::min(config_.max_model_len - r.num_tokens(), r.stop().max_tokens - r.num_output_tokens());
+  const int64_t num_drafts = static_cast<int64_t>(r.draft_token_ids.size());
+  const int64_t k = std::min({num_drafts, budget - num_new, room - 1});
+  return std::max<int64_t>(k, 0);
+}
+
 void Scheduler::preempt(Request* victim, SchedulerOutput& out) {
   kv_.free(victim->key());
   victim->num_computed_tokens = 0;
@@ -61,10 +70,14 @@ void Scheduler::schedule_running(SchedulerOutput& out, int64_t& budget) {
   while (i < running_.size() && budget > 0) {
     Request* r = running_[i];
     const int64_t n = chunk_size(*r, r->num_computed_tokens, budget);
+    const bool samples = r->num_computed_tokens + n == r->num_tokens();
+    const int64_t num_drafts = samples ? num_drafts_to_verify(*r, n, budget) : 0;
     bool allocated = false;
     while (!allocated) {
-      allocated = kv_.allocate_slots(r->key(), r->num_computed_tokens, n, {}, r->block_hashes(),
-                                     r->all_token_ids());
+      // Slots for the drafts too; block hashes cover only r's own tokens, so
+      // no block holding a draft is cached here.
+      allocated = kv_.allocate_slots(r->key(), r->num_computed_tokens, n + num_drafts, {},
+                                     r->block_hashes(), r->all_token_ids());
       if (allocated) break;
       Request* victim = running_.back();
       running_.pop_back();
@@ -72,8 +85,11 @@ void Scheduler::schedule_running(SchedulerOutput& out, int64_t& budget) {
       if (victim == r) break;
     }
     if (!allocated) break;  // r itself was preempted; everything after it too
-    out.scheduled.push_back({r, r->num_computed_tokens, n, r->num_computed_tokens + n == r->num_tokens()});
-    budget -= n;
+    ScheduledRequest& s =
+        out.scheduled.emplace_back(ScheduledRequest{r, r->num_computed_tokens, n, samples, {}});
+    s.draft_token_ids.assign(r->draft_token_ids.begin(), r->draft_token_ids.begin() + num_drafts);
+    r->draft_token_ids.clear();  // proposals are for one step
+    budget -= s.num_scheduled_tokens();
     ++i;
   }
 }
@@ -135,7 +151,7 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
   r->has_loaded_kv = false;
   r->status = RequestStatus::kRunning;
   r->num_computed_tokens = num_computed;
-  out.scheduled.push_back({r, num_computed, n, num_computed + n == r->num_tokens()});
+  out.scheduled.push_back({r, num_computed, n, num_computed + n == r->num_tokens(), {}});
   budget -= n;
   return Admit::kScheduled;
 }
@@ -193,10 +209,12 @@ SchedulerOutput Scheduler::schedule() {
   schedule_running(out, budget);
   if (out.preempted_request_ids.empty()) schedule_waiting(out, budget);
   for (ScheduledRequest& s : out.scheduled) {
-    out.total_num_scheduled_tokens += s.num_new_tokens;
+    out.total_num_scheduled_tokens += s.num_scheduled_tokens();
     const int64_t prompt_left = s.request->num_prompt_tokens() - s.num_computed_tokens;
     stats_.num_prompt_tokens_computed += std::clamp<int64_t>(prompt_left, 0, s.num_new_tokens);
-    s.request->num_computed_tokens += s.num_new_tokens;
+    stats_.num_draft_tokens += s.num_draft_tokens();
+    // Drafts count as computed until update_from_output rolls back the rejected.
+    s.request->num_computed_tokens += s.num_scheduled_tokens();
   }
   return out;
 }
@@ -219,21 +237,44 @@ bool Scheduler::check_stop(Request& r, int32_t token) {
   return false;
 }
 
-std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
-                                                         const std::vector<int32_t>& sampled) {
-  STRATA_CHECK(sampled.size() == output.scheduled.size());
+std::vector<RequestUpdate> Scheduler::update_from_output(
+    const SchedulerOutput& output, std::span<const std::vector<int32_t>> sampled_token_ids) {
+  STRATA_CHECK(sampled_token_ids.size() == output.scheduled.size());
   std::vector<RequestUpdate> updates;
   for (size_t i = 0; i < output.scheduled.size(); ++i) {
     const ScheduledRequest& s = output.scheduled[i];
     Request* r = s.request;
     // A request finished by the client during the step produces nothing.
     if (!s.samples || r->status != RequestStatus::kRunning) continue;
-    r->append_output_token(sampled[i]);
-    ++stats_.num_generation_tokens;
-    bool done = check_stop(*r, sampled[i]);
-    updates.push_back({r, sampled[i], done});
+    const std::vector<int32_t>& ids = sampled_token_ids[i];
+    STRATA_CHECK(!ids.empty() && static_cast<int64_t>(ids.size()) <= s.num_draft_tokens() + 1)
+        << "request " << r->request_id() << " verified " << s.num_draft_tokens()
+        << " drafts and sampled " << ids.size() << " tokens";
+    const int64_t num_accepted = static_cast<int64_t>(ids.size()) - 1;
+    // Rejected drafts' KV slots are not computed: the next step rewrites them.
+    r->num_computed_tokens -= s.num_draft_tokens() - num_accepted;
+    stats_.num_accepted_tokens += num_accepted;
+    r->draft_token_ids.clear();
+    RequestUpdate& u = updates.emplace_back(RequestUpdate{r, {}, false});
+    for (int32_t token : ids) {
+      r->append_output_token(token);
+      ++stats_.num_generation_tokens;
+      u.new_token_ids.push_back(token);
+      if (check_stop(*r, token)) {
+        u.finished = true;  // the tokens after a stop are dropped
+        break;
+      }
+    }
   }
   return updates;
+}
+
+bool Scheduler::set_draft_token_ids(const std::string& request_id,
+                                    std::vector<int32_t> draft_token_ids) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end() || is_finished(it->second->status)) return false;
+  it->second->draft_token_ids = std::move(draft_token_ids);
+  return true;
 }
 
 void Scheduler::finish(Request* r, RequestStatus status) {
@@ -248,7 +289,7 @@ void Scheduler::finish(Request* r, RequestStatus status) {
   } else {
     kv_.free(r->key());
   }
-  if (connector_ != nullptr) connector_->request_finished(*r);
+  if (connector_ != nullptr) r->kv_transfer_params = connector_->request_finished(*r);
   r->status = status;
   finished_.push_back(r);
   finished_keys_.push_back(r->key());

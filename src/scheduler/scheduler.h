@@ -3,7 +3,10 @@
 //
 // schedule():
 //   1. running requests first, in order: each gets min(remaining, budget)
-//      tokens (a decode is 1; a prefill may be a chunk). When the KV pool is
+//      tokens (a decode is 1; a prefill may be a chunk), plus, when the step
+//      reaches the end of its sequence, the draft tokens proposed for it
+//      (Request::draft_token_ids) to verify, as far as the budget,
+//      max_model_len and max_tokens leave room. When the KV pool is
 //      out of blocks, the lowest-priority running request (the latest
 //      admitted) is preempted: its blocks are freed, its counters reset, and
 //      it goes back to the front of the waiting queue (recompute later, with
@@ -15,8 +18,18 @@
 //      request with such a hit gets its blocks and waits for the copy
 //      (kWaitingForRemoteKvs) while later requests are admitted; a request
 //      whose lookup must be retried is skipped this step.
-// update_from_output() appends the sampled tokens and finishes requests that
-// hit EOS, a stop token, max_tokens or max_model_len.
+// update_from_output() appends each request's sampled tokens (one, or for a
+// verify step the accepted drafts plus one), finishes requests that hit EOS, a
+// stop token, max_tokens or max_model_len (dropping the tokens after it), and
+// rolls num_computed_tokens back over the rejected drafts.
+//
+// Multi-token steps (speculative verification): drafts occupy the positions
+// right after the request's last token; their KV slots are allocated and
+// written, but they are not the request's tokens until accepted. Blocks are
+// hashed and cached only over the request's own tokens (all_token_ids), so a
+// block holding a rejected draft's KV is never a cached full block: after the
+// rollback its slots count as not computed and the next step rewrites them
+// before the block can become full and cached.
 //
 // Out of KV space is never an error: it preempts or waits.
 // No tensors, no I/O, no threads: engine thread only.
@@ -25,6 +38,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,24 +58,39 @@ struct SchedulerConfig {
   int64_t long_prefill_token_threshold = 0;  // cap per prefill chunk; 0 = budget only
 };
 
+// One request's share of a step. The step computes, at consecutive positions
+// from num_computed_tokens:
+//   [num_new_tokens of the request's own tokens][draft_token_ids]
+// i.e. all_token_ids()[num_computed_tokens, +num_new_tokens), then the drafts
+// at positions num_tokens() + j. Drafts are only present when `samples`.
 struct ScheduledRequest {
   Request* request = nullptr;
   int64_t num_computed_tokens = 0;  // before this step: position of the first new token
-  int64_t num_new_tokens = 0;
+  int64_t num_new_tokens = 0;       // the request's own tokens computed (drafts excluded)
   bool samples = false;  // this step reaches the end of the sequence: sample a token
+  // Draft tokens to verify this step (empty = an ordinary step). The runner
+  // samples at the last own position and at every draft position: up to
+  // draft_token_ids.size() + 1 tokens.
+  std::vector<int32_t> draft_token_ids;
+
+  int64_t num_draft_tokens() const { return static_cast<int64_t>(draft_token_ids.size()); }
+  // Tokens this step runs through the model (what the budget and KV slots count).
+  int64_t num_scheduled_tokens() const { return num_new_tokens + num_draft_tokens(); }
 };
 
 struct SchedulerOutput {
   std::vector<ScheduledRequest> scheduled;
-  int64_t total_num_scheduled_tokens = 0;
+  int64_t total_num_scheduled_tokens = 0;  // sum of num_scheduled_tokens(), drafts included
   std::vector<std::string> preempted_request_ids;
   // Requests finished or aborted since the previous step (runner drops their state).
   std::vector<kv::RequestKey> finished_request_keys;
 };
 
+// What a step appended to one request: new_token_ids[i] is the i-th token of
+// that request's sampled list (a prefix of it when a stop came first).
 struct RequestUpdate {
   Request* request = nullptr;
-  int32_t new_token_id = -1;
+  std::vector<int32_t> new_token_ids;  // never empty
   bool finished = false;
 };
 
@@ -69,6 +98,9 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t num_prompt_tokens_computed = 0;  // prompt tokens actually run (not cache hits)
   int64_t num_generation_tokens = 0;
+  // Verify steps: draft tokens scheduled and accepted (vllm:spec_decode_*).
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
   // Prompt tokens by origin at each request's first scheduling
   // (vllm:prompt_tokens_by_source_total); the three sum to the prompt tokens.
   int64_t prompt_tokens_local_compute = 0;
@@ -95,10 +127,18 @@ class Scheduler {
 
   SchedulerOutput schedule();
 
-  // sampled[i] is the token sampled for output.scheduled[i] (ignored when that
-  // entry does not sample). Returns one update per sampled token.
-  std::vector<RequestUpdate> update_from_output(const SchedulerOutput& output,
-                                                const std::vector<int32_t>& sampled);
+  // sampled_token_ids[i] are the tokens sampled for output.scheduled[i]
+  // (ignored when that entry does not sample): for a verify step with k
+  // drafts, the accepted drafts (a prefix of them) then one more token, so
+  // 1..k+1 tokens; exactly one otherwise. Returns one update per request that
+  // appended tokens.
+  std::vector<RequestUpdate> update_from_output(
+      const SchedulerOutput& output, std::span<const std::vector<int32_t>> sampled_token_ids);
+
+  // Proposes draft tokens to verify in `request_id`'s next step; they follow
+  // its last token. Replaced by the next call; dropped once scheduled or once
+  // the request gains a token. Returns false for unknown or finished ids.
+  bool set_draft_token_ids(const std::string& request_id, std::vector<int32_t> draft_token_ids);
 
   // Releases finished requests (the caller has consumed their last update).
   void release_finished();
@@ -120,6 +160,8 @@ class Scheduler {
 
  private:
   int64_t chunk_size(const Request& r, int64_t num_computed, int64_t budget) const;
+  // How many of r's drafts fit after `num_new` own tokens under `budget`.
+  int64_t num_drafts_to_verify(const Request& r, int64_t num_new, int64_t budget) const;
   void schedule_running(SchedulerOutput& out, int64_t& budget);
   void schedule_waiting(SchedulerOutput& out, int64_t& budget);
   // Admits waiting_[idx] if it fits. Returns how to go on.

@@ -38,17 +38,18 @@ class Harness {
   // contiguous with what was computed before.
   SchedulerOutput step() {
     SchedulerOutput out = scheduler_.schedule();
-    std::vector<int32_t> sampled;
+    std::vector<std::vector<int32_t>> sampled;
     for (const ScheduledRequest& s : out.scheduled) {
       const auto& ids = s.request->all_token_ids();
       EXPECT_LE(s.num_computed_tokens + s.num_new_tokens, static_cast<int64_t>(ids.size()));
       EXPECT_LE(kv_.block_ids(s.request->key()).size() * kBlockSize,
                 static_cast<size_t>(s.num_computed_tokens + s.num_new_tokens + kBlockSize - 1));
-      sampled.push_back(s.samples ? fake_next_token(ids) : -1);
+      sampled.push_back({s.samples ? fake_next_token(ids) : -1});
     }
     for (const RequestUpdate& u : scheduler_.update_from_output(out, sampled)) {
-      outputs_[u.request->request_id()].push_back(u.new_token_id);
-      if (u.finished) reasons_[u.request->request_id()] = finish_reason(u.request->status);
+      std::vector<int32_t>& o = outputs_[u.request->request_id()];
+      o.insert(o.end(), u.new_token_ids.begin(), u.new_token_ids.end());
+      if (u.finished) reasons_[u.request->request_id()] = u.request->status;
     }
     scheduler_.release_finished();
     return out;
@@ -62,7 +63,7 @@ class Harness {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   std::map<std::string, std::vector<int32_t>> outputs_;
-  std::map<std::string, std::string> reasons_;
+  std::map<std::string, RequestStatus> reasons_;
   kv::RequestKey next_key_ = 1;
 };
 
@@ -87,7 +88,7 @@ TEST(SchedulerTest, PrefillThenDecodeToMaxTokens) {
   ASSERT_TRUE(h.add("a", prompt_of(10, 100), 5).ok());
   h.run_to_completion();
   EXPECT_EQ(h.outputs_["a"], reference_output(prompt_of(10, 100), 5));
-  EXPECT_EQ(h.reasons_["a"], "length");
+  EXPECT_EQ(h.reasons_["a"], RequestStatus::kFinishedLength);
   EXPECT_EQ(h.kv_.pool().num_free_blocks(), 64);
 }
 
@@ -156,7 +157,7 @@ TEST(SchedulerTest, StopsOnEosAfterMinTokens) {
   ASSERT_TRUE(h.add("min", prompt, 6, {ref[0]}, 2).ok());
   h.run_to_completion();
   EXPECT_EQ(h.outputs_["eos"], std::vector<int32_t>{ref[0]});
-  EXPECT_EQ(h.reasons_["eos"], "stop");
+  EXPECT_EQ(h.reasons_["eos"], RequestStatus::kFinishedStopped);
   // With min_tokens 2 the first EOS is ignored; generation stops at the next one.
   size_t expected = ref.size();
   for (size_t i = 1; i < ref.size(); ++i) {
@@ -184,6 +185,110 @@ TEST(SchedulerTest, MaxNumSeqsLimitsRunningSet) {
   EXPECT_EQ(h.scheduler_.num_waiting(), 1);
   h.run_to_completion();
   EXPECT_EQ(h.outputs_.size(), 3u);
+}
+
+// Verify steps driven by hand: the scheduler's side of multi-token steps.
+class DraftTest : public ::testing::Test {
+ protected:
+  DraftTest() : h_(32, {.max_num_batched_tokens = 64, .max_model_len = 64}) {}
+
+  // Completes `out` with `tokens` for its only entry.
+  std::vector<RequestUpdate> finish_step(const SchedulerOutput& out, std::vector<int32_t> tokens) {
+    std::vector<std::vector<int32_t>> sampled = {std::move(tokens)};
+    return h_.scheduler_.update_from_output(out, sampled);
+  }
+  const Request& req(const std::string& id) { return *h_.scheduler_.find(id); }
+  bool is_cached(const std::string& id, size_t block_idx) {
+    const int32_t block = h_.kv_.block_ids(req(id).key()).at(block_idx);
+    return h_.kv_.pool().block(block).hash.has_value();
+  }
+
+  Harness h_;
+};
+
+// Block size 4; prompt of 6 tokens. Drafts at positions 7.. share block 1
+// ([4..7]) with known tokens: that block is not cached while it holds a
+// rejected draft's KV, and is cached once the step that rewrites it runs.
+TEST_F(DraftTest, BlockWithRejectedDraftKvIsNeverCached) {
+  ASSERT_TRUE(h_.add("a", prompt_of(6, 10), 20).ok());
+  SchedulerOutput prefill = h_.scheduler_.schedule();
+  finish_step(prefill, {70});                                         // token 6
+  ASSERT_TRUE(h_.scheduler_.set_draft_token_ids("a", {71, 72, 73}));  // positions 7, 8, 9
+  SchedulerOutput verify = h_.scheduler_.schedule();
+  ASSERT_EQ(verify.scheduled.size(), 1u);
+  EXPECT_EQ(verify.scheduled[0].num_new_tokens, 1);
+  EXPECT_EQ(verify.scheduled[0].num_draft_tokens(), 3);
+  EXPECT_EQ(verify.total_num_scheduled_tokens, 4);
+  EXPECT_EQ(h_.kv_.block_ids(req("a").key()).size(), 3u);  // slots for positions 0..9
+  EXPECT_TRUE(is_cached("a", 0));
+  EXPECT_FALSE(is_cached("a", 1));
+  // The first draft is rejected: 99 is the correction at position 7.
+  std::vector<RequestUpdate> u = finish_step(verify, {99});
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].new_token_ids, std::vector<int32_t>{99});
+  EXPECT_EQ(req("a").num_computed_tokens, 7);     // positions 7..9 not computed
+  EXPECT_EQ(req("a").block_hashes().size(), 2u);  // block 1 is full of known tokens now
+  EXPECT_FALSE(is_cached("a", 1)) << "position 7 still holds the rejected draft's KV";
+  // A lookup of the same 8 tokens finds only block 0 in the cache.
+  EXPECT_EQ(h_.kv_.get_computed_blocks(req("a").block_hashes(), 9).num_computed_tokens, 4);
+  SchedulerOutput next = h_.scheduler_.schedule();  // rewrites position 7
+  EXPECT_EQ(next.scheduled.at(0).num_computed_tokens, 7);
+  EXPECT_TRUE(is_cached("a", 1));
+  EXPECT_EQ(h_.kv_.get_computed_blocks(req("a").block_hashes(), 9).num_computed_tokens, 8);
+}
+
+TEST_F(DraftTest, AcceptedDraftsAreAppendedAndRejectedOnesRolledBack) {
+  ASSERT_TRUE(h_.add("a", prompt_of(5, 10), 20).ok());
+  finish_step(h_.scheduler_.schedule(), {70});
+  ASSERT_TRUE(h_.scheduler_.set_draft_token_ids("a", {71, 72, 73, 74}));
+  SchedulerOutput verify = h_.scheduler_.schedule();
+  EXPECT_EQ(req("a").num_computed_tokens, 10);  // 6 + 4 drafts, until the update
+  std::vector<RequestUpdate> u = finish_step(verify, {71, 72, 80});
+  EXPECT_EQ(u.at(0).new_token_ids, (std::vector<int32_t>{71, 72, 80}));
+  EXPECT_EQ(req("a").num_tokens(), 9);
+  EXPECT_EQ(req("a").num_computed_tokens, 8);  // own 6 + 2 accepted; 80 is next
+  EXPECT_TRUE(req("a").draft_token_ids.empty());
+  EXPECT_EQ(h_.scheduler_.stats().num_draft_tokens, 4);
+  EXPECT_EQ(h_.scheduler_.stats().num_accepted_tokens, 2);
+  EXPECT_EQ(h_.scheduler_.stats().num_generation_tokens, 4);
+  SchedulerOutput next = h_.scheduler_.schedule();
+  EXPECT_EQ(next.scheduled.at(0).num_computed_tokens, 8);
+  EXPECT_EQ(next.scheduled.at(0).num_new_tokens, 1);
+  EXPECT_TRUE(next.scheduled.at(0).draft_token_ids.empty());  // proposals last one step
+}
+
+TEST_F(DraftTest, StopTokenInsideTheListDropsTheRest) {
+  ASSERT_TRUE(h_.add("a", prompt_of(5, 10), 20, {72}).ok());
+  finish_step(h_.scheduler_.schedule(), {70});
+  ASSERT_TRUE(h_.scheduler_.set_draft_token_ids("a", {71, 72, 73}));
+  std::vector<RequestUpdate> u = finish_step(h_.scheduler_.schedule(), {71, 72, 73, 74});
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].new_token_ids, (std::vector<int32_t>{71, 72}));
+  EXPECT_TRUE(u[0].finished);
+  EXPECT_EQ(req("a").status, RequestStatus::kFinishedStopped);
+  h_.scheduler_.release_finished();
+  EXPECT_EQ(h_.kv_.pool().num_free_blocks(), 32);
+}
+
+TEST_F(DraftTest, DraftsFitTheBudgetMaxTokensAndMaxModelLen) {
+  Harness h(32, {.max_num_batched_tokens = 3, .max_model_len = 12});
+  ASSERT_TRUE(h.add("a", prompt_of(2, 10), 5).ok());
+  ASSERT_TRUE(h.add("b", prompt_of(8, 30), 20).ok());
+  SchedulerOutput first = h.scheduler_.schedule();  // a prefills; b gets one token
+  std::vector<std::vector<int32_t>> sampled = {{50}, {}};
+  h.scheduler_.update_from_output(first, sampled);
+  ASSERT_TRUE(h.scheduler_.set_draft_token_ids("a", {1, 2, 3, 4, 5, 6}));
+  SchedulerOutput out = h.scheduler_.schedule();
+  EXPECT_EQ(out.scheduled.at(0).num_draft_tokens(), 2);  // budget 3 = 1 own + 2 drafts
+  EXPECT_EQ(out.total_num_scheduled_tokens, 3);
+  // a has 1 output token and max_tokens 5: at most 3 drafts (+1) fit.
+  sampled = {{1, 2, 7}};
+  sampled.resize(out.scheduled.size());
+  h.scheduler_.update_from_output(out, sampled);
+  ASSERT_TRUE(h.scheduler_.set_draft_token_ids("a", {1, 2, 3}));
+  out = h.scheduler_.schedule();
+  EXPECT_EQ(out.scheduled.at(0).num_draft_tokens(), 0) << "4 output tokens, max_tokens 5";
+  EXPECT_FALSE(h.scheduler_.set_draft_token_ids("unknown", {1}));
 }
 
 }  // namespace

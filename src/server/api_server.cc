@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "base/hex.h"
 #include "base/log.h"
@@ -190,19 +189,18 @@ void ApiServer::handle_model(const std::string& id, HttpResponder& responder) {
   responder.reply(200, "application/json", w.take());
 }
 
-// The engine answers between steps; wait for it off the I/O thread.
+// The engine answers between steps, on its thread; the reply goes out on the
+// I/O thread.
 void ApiServer::handle_reset_prefix_cache(std::shared_ptr<HttpResponder> responder) {
-  engine::Engine* engine = ctx_.engine;
   HttpServer* http = http_.get();
-  std::thread([engine, http, responder] {
-    bool ok = engine->reset_prefix_cache();
+  ctx_.engine->reset_prefix_cache([http, responder](bool ok) {
     http->post([ok, responder] {
       if (ok) return responder->reply(200, "application/json", "");
       reply_error(*responder,
                   ApiError::unavailable("the prefix cache cannot be reset while requests hold KV "
                                         "blocks; retry when the server is idle"));
     });
-  }).detach();
+  });
 }
 
 void ApiServer::begin_shutdown(int signal) {

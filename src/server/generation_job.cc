@@ -21,23 +21,6 @@ std::string quoted_json(const std::string& s) {
   return out + "\"";
 }
 
-// A prefiller's answer to do_remote_decode (vLLM's P/D connectors): where the
-// decoder loads this prompt's KV from, i.e. this instance's peer tier. Its
-// chunks reach the peer tier as they are computed; the decoder waits for
-// any that are still on their way (p2p_tier.h).
-std::string remote_decode_params(const ServerConfig& config,
-                                 const scheduler::KvTransferHints& hints) {
-  if (!hints.do_remote_decode || config.kv_peer_host.empty()) return "";
-  JsonWriter w;
-  w.begin_object();
-  w.key("do_remote_prefill").value(true);
-  w.key("do_remote_decode").value(false);
-  w.key("remote_host").value(config.kv_peer_host);
-  w.key("remote_port").value(config.kv_peer_port);
-  w.end_object();
-  return w.take();
-}
-
 }  // namespace
 
 GenerationJob::GenerationJob(ServerContext& ctx, JobOptions options, std::vector<JobPrompt> prompts,
@@ -46,10 +29,7 @@ GenerationJob::GenerationJob(ServerContext& ctx, JobOptions options, std::vector
       options_(std::move(options)),
       prompts_(std::move(prompts)),
       responder_(std::move(responder)),
-      arrival_(std::chrono::steady_clock::now()) {
-  options_.meta.kv_transfer_params_json =
-      remote_decode_params(ctx_.config, options_.base.kv_transfer);
-}
+      arrival_(std::chrono::steady_clock::now()) {}
 
 std::optional<ApiError> GenerationJob::start() {
   const size_t n = static_cast<size_t>(options_.n);
@@ -103,6 +83,10 @@ std::optional<ApiError> GenerationJob::start() {
 void GenerationJob::on_output(size_t choice_idx, const engine::RequestOutput& out) {
   Choice& c = choices_[choice_idx];
   record_metrics(c, out);
+  // A P/D prefill's final output says where a decoder loads its KV from.
+  if (out.kv_transfer_params) {
+    options_.meta.kv_transfer_params_json = format_kv_transfer_params(*out.kv_transfer_params);
+  }
   if (c.finished) return;  // stopped by a stop string or cancelled
   c.num_cached_tokens = out.num_cached_tokens;
   ChoiceOutput delta;
@@ -119,7 +103,7 @@ void GenerationJob::on_output(size_t choice_idx, const engine::RequestOutput& ou
 void GenerationJob::record_metrics(Choice& c, const engine::RequestOutput& out) {
   auto now = std::chrono::steady_clock::now();
   int64_t num_new = 0;
-  for (const runner::SampledToken& t : out.new_tokens) num_new += t.token_id >= 0;
+  for (const engine::SampledToken& t : out.new_tokens) num_new += t.token_id >= 0;
   ctx_.metrics->record_request_phases(out);
   if (num_new > 0) {
     if (c.last_token_time == std::chrono::steady_clock::time_point()) {
@@ -133,7 +117,8 @@ void GenerationJob::record_metrics(Choice& c, const engine::RequestOutput& out) 
   if (out.finished && !c.engine_done) {
     c.engine_done = true;
     --ctx_.num_in_flight;
-    const std::string& reason = c.finished ? c.finish_reason : out.finish_reason;
+    const std::string reason =
+        c.finished ? c.finish_reason : openai_finish_reason(out.finish_reason);
     ctx_.metrics->add_prompt_tokens(out.num_prompt_tokens);
     ctx_.metrics->record_finished(reason.empty() ? "abort" : reason, out.num_prompt_tokens,
                                   out.num_output_tokens, seconds_between(arrival_, now));
@@ -142,7 +127,7 @@ void GenerationJob::record_metrics(Choice& c, const engine::RequestOutput& out) 
 
 void GenerationJob::consume_tokens(Choice& c, const engine::RequestOutput& out,
                                    ChoiceOutput& delta) {
-  for (const runner::SampledToken& tok : out.new_tokens) {
+  for (const engine::SampledToken& tok : out.new_tokens) {
     if (tok.token_id < 0) continue;
     ++c.num_output_tokens;
     c.last_token = tok.token_id;
@@ -170,7 +155,7 @@ void GenerationJob::finish_choice(Choice& c, const engine::RequestOutput& out,
   delta.text += tail;
   c.text_offset += static_cast<int64_t>(tail.size());
   c.finished = true;
-  c.finish_reason = r.stopped ? "stop" : out.finish_reason;
+  c.finish_reason = r.stopped ? "stop" : openai_finish_reason(out.finish_reason);
   if (r.stopped) {
     c.stop_reason_json = quoted_json(r.stop_str);
   } else if (c.finish_reason == "stop") {
@@ -187,7 +172,7 @@ std::string GenerationJob::token_text(int32_t id) const {
   return ctx_.tokenizer->decode({id}, /*skip_special_tokens=*/false);
 }
 
-void GenerationJob::add_logprob(Choice& c, const runner::SampledToken& tok, ChoiceOutput& delta) {
+void GenerationJob::add_logprob(Choice& c, const engine::SampledToken& tok, ChoiceOutput& delta) {
   TokenLogprob lp;
   lp.token = token_text(tok.token_id);
   lp.logprob = tok.logprob;
@@ -208,7 +193,7 @@ void GenerationJob::take_prompt_logprobs(Choice& c, const engine::RequestOutput&
   c.got_prompt_logprobs = true;
   if (options_.num_prompt_logprobs >= 0) {
     std::vector<PromptTokenLogprobs> positions;
-    for (const runner::PromptLogprob& p : out.prompt_logprobs) {
+    for (const engine::PromptLogprob& p : out.prompt_logprobs) {
       positions.push_back(prompt_position(p));
     }
     c.prompt_logprobs_json = format_prompt_logprobs(positions);
@@ -225,7 +210,7 @@ void GenerationJob::add_echo_logprobs(const Choice& c, const engine::RequestOutp
   first.is_null = true;
   int64_t offset = static_cast<int64_t>(first.token.size());
   delta.logprobs.push_back(std::move(first));
-  for (const runner::PromptLogprob& p : out.prompt_logprobs) {
+  for (const engine::PromptLogprob& p : out.prompt_logprobs) {
     TokenLogprob lp;
     lp.token = token_text(p.token_id);
     lp.logprob = p.logprob;
@@ -241,7 +226,7 @@ void GenerationJob::add_echo_logprobs(const Choice& c, const engine::RequestOutp
 
 // The prompt token, then the top alternatives. The prompt token's rank is
 // exact when it is among them, else a lower bound (alternatives + 1).
-PromptTokenLogprobs GenerationJob::prompt_position(const runner::PromptLogprob& p) const {
+PromptTokenLogprobs GenerationJob::prompt_position(const engine::PromptLogprob& p) const {
   PromptTokenLogprobs pos;
   const size_t k =
       std::min(p.top_logprobs.size(), static_cast<size_t>(options_.num_prompt_logprobs));

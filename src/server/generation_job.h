@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine_core.h"
+#include "engine/types.h"
 #include "server/api_error.h"
 #include "server/chat_output.h"
 #include "server/http_server.h"
@@ -94,10 +94,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   void record_metrics(Choice& c, const engine::RequestOutput& out);
   void consume_tokens(Choice& c, const engine::RequestOutput& out, ChoiceOutput& delta);
   void finish_choice(Choice& c, const engine::RequestOutput& out, ChoiceOutput& delta);
-  void add_logprob(Choice& c, const runner::SampledToken& tok, ChoiceOutput& delta);
+  void add_logprob(Choice& c, const engine::SampledToken& tok, ChoiceOutput& delta);
   void take_prompt_logprobs(Choice& c, const engine::RequestOutput& out, ChoiceOutput& delta);
   void add_echo_logprobs(const Choice& c, const engine::RequestOutput& out, ChoiceOutput& delta);
-  PromptTokenLogprobs prompt_position(const runner::PromptLogprob& p) const;
+  PromptTokenLogprobs prompt_position(const engine::PromptLogprob& p) const;
   void emit(Choice& c, ChoiceOutput delta);
   // Streaming with a splitter: the delta's text becomes content, reasoning
   // and tool-call pieces; the final one gets finish_reason "tool_calls".

@@ -200,6 +200,27 @@ std::string format_prompt_logprobs(const std::vector<PromptTokenLogprobs>& posit
   return w.take();
 }
 
+const char* openai_finish_reason(engine::FinishReason reason) {
+  switch (reason) {
+    case engine::FinishReason::kStop: return "stop";
+    case engine::FinishReason::kLength: return "length";
+    case engine::FinishReason::kAbort: return "abort";
+    case engine::FinishReason::kNone: break;
+  }
+  return "";
+}
+
+std::string format_kv_transfer_params(const engine::KvTransferParams& params) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("do_remote_prefill").value(params.do_remote_prefill);
+  w.key("do_remote_decode").value(params.do_remote_decode);
+  w.key("remote_host").value(params.remote_host);
+  w.key("remote_port").value(params.remote_port);
+  w.end_object();
+  return w.take();
+}
+
 std::string sse_event(const std::string& json) {
   std::string out;
   out.reserve(json.size() + 8);

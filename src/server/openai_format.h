@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/types.h"
+
 namespace strata::server {
 
 struct ResponseMeta {
@@ -90,6 +92,12 @@ struct ChoiceOutput {
 
 // vLLM's prompt_logprobs list; position 0 (no context) is null.
 std::string format_prompt_logprobs(const std::vector<PromptTokenLogprobs>& positions);
+
+// OpenAI's finish_reason for the engine's: "stop", "length", "abort"; "" for
+// kNone (null in the output).
+const char* openai_finish_reason(engine::FinishReason reason);
+// vLLM's kv_transfer_params object for a response (P/D prefill).
+std::string format_kv_transfer_params(const engine::KvTransferParams& params);
 
 std::string sse_event(const std::string& json);
 inline const char* sse_done() { return "data: [DONE]\n\n"; }

@@ -127,6 +127,18 @@ TEST(ResponseFormat, ReturnTokenIds) {
   EXPECT_FALSE(j["choices"][0].contains("token_ids"));
 }
 
+TEST(ResponseFormat, EngineValuesInOpenAiTerms) {
+  EXPECT_STREQ(openai_finish_reason(engine::FinishReason::kStop), "stop");
+  EXPECT_STREQ(openai_finish_reason(engine::FinishReason::kLength), "length");
+  EXPECT_STREQ(openai_finish_reason(engine::FinishReason::kAbort), "abort");
+  EXPECT_STREQ(openai_finish_reason(engine::FinishReason::kNone), "");
+  engine::KvTransferParams p{
+      .do_remote_prefill = true, .remote_host = "10.0.0.7", .remote_port = 5710};
+  EXPECT_EQ(format_kv_transfer_params(p),
+            R"({"do_remote_prefill":true,"do_remote_decode":false,"remote_host":"10.0.0.7",)"
+            R"("remote_port":5710})");
+}
+
 TEST(ResponseFormat, KvTransferParamsForPrefillDecode) {
   ResponseMeta meta{"cmpl-1", 100, "m", false};
   ChoiceOutput c;

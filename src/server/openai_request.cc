@@ -54,7 +54,7 @@ void read_stream_options(FieldReader& f, SamplingFields& s) {
 // is ({remote_host, remote_port}, also nested as remote_prefiller or
 // remote_kv_source) and per-request load/offload caps. Other connector keys
 // are accepted and ignored, as vLLM's connectors do.
-void read_kv_source(FieldReader& f, scheduler::KvTransferHints& k) {
+void read_kv_source(FieldReader& f, engine::KvTransferHints& k) {
   if (auto host = f.string("remote_host")) k.remote_host = *host;
   if (auto port = f.integer("remote_port")) k.remote_port = *port;
 }
@@ -63,7 +63,7 @@ void read_kv_transfer_params(FieldReader& f, SamplingFields& s) {
   auto params = f.object("kv_transfer_params");
   if (!params) return;
   FieldReader p(*params);
-  scheduler::KvTransferHints& k = s.kv_transfer;
+  engine::KvTransferHints& k = s.kv_transfer;
   read_kv_source(p, k);
   for (const char* nested : {"remote_prefiller", "remote_kv_source"}) {
     if (auto o = p.object(nested)) {

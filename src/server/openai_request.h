@@ -21,7 +21,7 @@
 
 #include "chat_template/value.h"
 #include "engine/request_limits.h"
-#include "scheduler/kv_connector.h"
+#include "engine/types.h"
 #include "server/api_error.h"
 
 namespace strata::server {
@@ -61,7 +61,7 @@ struct SamplingFields {
   std::vector<int32_t> allowed_token_ids;  // vLLM: only these may be generated
   std::vector<std::string> bad_words;      // vLLM: never generated
   std::string cache_salt;
-  scheduler::KvTransferHints kv_transfer;  // kv_transfer_params
+  engine::KvTransferHints kv_transfer;  // kv_transfer_params
   bool stream = false;
   bool include_usage = false;           // stream_options.include_usage
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats

@@ -54,11 +54,6 @@ struct ServerConfig {
   // objects), kept for the KV tiers and KV events that arrive later.
   std::string kv_transfer_config_json;
   std::string kv_events_config_json;
-  // The peer tier's address as decoders should reach it ("" = no peer tier):
-  // a request with kv_transfer_params.do_remote_decode gets it back in its
-  // response's kv_transfer_params (prefill/decode disaggregation).
-  std::string kv_peer_host;
-  int64_t kv_peer_port = 0;
   // Agents: --enable-auto-tool-choice (tool_choice "auto" parses the output
   // with the --tool-call-parser) and --trust-request-chat-template.
   bool enable_auto_tool_choice = false;

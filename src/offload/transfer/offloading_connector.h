@@ -58,7 +58,12 @@ class OffloadingConnector : public scheduler::KvConnector {
   }
   void start_load(const scheduler::Request& r, std::span<const int32_t> block_ids,
                   int64_t num_computed_tokens, int64_t num_external_tokens) override;
-  void request_finished(const scheduler::Request& r) override { scheduler_->request_finished(r); }
+  // Drops r's state; for a do_remote_decode request, the peer tier's
+  // advertised address as the decoder's kv_transfer_params.
+  std::optional<scheduler::KvTransferParams> request_finished(
+      const scheduler::Request& r) override {
+    return scheduler_->request_finished(r);
+  }
 
   // After a forward pass: copies the newly full, computed chunks of the
   // scheduled requests to the host tier.

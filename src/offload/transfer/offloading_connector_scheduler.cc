@@ -5,6 +5,7 @@
 #include "base/check.h"
 #include "offload/policy/eviction_policy.h"
 #include "offload/tiers/builtin_tiers.h"
+#include "offload/tiers/p2p/p2p_tier.h"
 
 namespace strata::offload {
 
@@ -208,8 +209,21 @@ void OffloadingConnectorScheduler::start_load(const scheduler::Request& r,
   transfer_jobs_.push_back(std::move(job));
 }
 
-void OffloadingConnectorScheduler::request_finished(const scheduler::Request& r) {
+std::optional<scheduler::KvTransferParams> OffloadingConnectorScheduler::request_finished(
+    const scheduler::Request& r) {
   requests_.erase(r.request_id());
+  if (!r.kv_transfer.do_remote_decode) return std::nullopt;
+  // P/D prefill: the decoder fetches this prompt's chunks from our peer
+  // tier; they reach it as they are computed (p2p_tier.h).
+  for (const SecondaryTierConfig& tier : config_.secondary_tiers) {
+    const P2pTierConfig* p2p = tier.settings_if<P2pTierConfig>();
+    if (p2p == nullptr) continue;
+    return scheduler::KvTransferParams{.remote_host = p2p->advertised_host(),
+                                       .remote_port = p2p->port,
+                                       .do_remote_prefill = true,
+                                       .do_remote_decode = false};
+  }
+  return std::nullopt;
 }
 
 void OffloadingConnectorScheduler::store_computed(const scheduler::SchedulerOutput& plan) {

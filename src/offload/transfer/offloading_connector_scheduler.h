@@ -82,7 +82,10 @@ class OffloadingConnectorScheduler : public scheduler::KvConnector {
                                                     int64_t num_computed_tokens) override;
   void start_load(const scheduler::Request& r, std::span<const int32_t> block_ids,
                   int64_t num_computed_tokens, int64_t num_external_tokens) override;
-  void request_finished(const scheduler::Request& r) override;
+  // Drops r's state; for a do_remote_decode request (a P/D prefill), the
+  // first peer tier's advertised address, for the decoder to fetch from.
+  std::optional<scheduler::KvTransferParams> request_finished(
+      const scheduler::Request& r) override;
 
   // After a forward pass: queues copies of the newly full, computed chunks
   // of the scheduled requests to the host tier.
