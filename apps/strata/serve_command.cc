@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "engine/tokenizer_loader.h"
 #include "flags.h"
+#include "model/arch/architecture.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
 #include "offload/tiers/p2p/p2p_tier.h"
@@ -99,10 +100,20 @@ const char* const kIgnoredBoolFlags[] = {"trust-remote-code",
                                          "enable-request-id-headers",
                                          "disable-uvicorn-access-log"};
 
+// "LlamaForCausalLM, Qwen2ForCausalLM, ..." for --help.
+std::string supported_architecture_list() {
+  std::string list;
+  for (const model::ArchitectureSpec* spec : model::all_architectures()) {
+    list += std::string(list.empty() ? "" : ", ") + spec->hf_name;
+  }
+  return list;
+}
+
 void register_flags(FlagSet& flags, ServeFlags& f) {
   flags.add_string("model", &f.model,
                    "model directory (Hugging Face layout), .gguf file, or a Hugging Face id "
-                   "found in the local HF cache");
+                   "found in the local HF cache; architectures: " +
+                       supported_architecture_list());
   flags.add_string("revision", &f.revision,
                    "with a Hugging Face id: the branch, tag or commit in the HF cache (main)");
   flags.add_string("download-dir", &f.download_dir,

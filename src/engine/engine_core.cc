@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/request_limits.h"
 #include "tensor/kv_cache_dtype.h"
 
 namespace strata::engine {
@@ -226,31 +227,10 @@ EngineCore::EngineCore(const model::Model& model, const EngineConfig& config, in
   extra_keys_.kv_dtype = tensor::kv_cache_dtype_name(config.kv_cache_dtype);
 }
 
-Status EngineCore::validate(const model::Model& model, const EngineConfig& config,
-                            const EngineRequest& request) {
-  const int64_t vocab = model.vocab_size();
-  const int64_t n = static_cast<int64_t>(request.prompt_token_ids.size());
-  if (n == 0) return invalid_argument("the prompt is empty");
-  if (n > config.scheduler.max_model_len) {
-    return invalid_argument("prompt has " + std::to_string(n) + " tokens; --max-model-len is " +
-                            std::to_string(config.scheduler.max_model_len));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t id = request.prompt_token_ids[i];
-    if (id < 0 || id >= vocab) {
-      return invalid_argument("prompt token " + std::to_string(i) + " is " + std::to_string(id) +
-                              "; the vocabulary has " + std::to_string(vocab) + " tokens");
-    }
-  }
-  if (request.stop.max_tokens < 1) {
-    return invalid_argument("max_tokens must be at least 1, got " +
-                            std::to_string(request.stop.max_tokens));
-  }
-  return Status();
-}
-
 Status EngineCore::add_request(EngineRequest request) {
-  STRATA_RETURN_IF_ERROR(validate(model_, config_, request));
+  // The same limits Engine checks on its callers' threads (request_limits.h).
+  STRATA_RETURN_IF_ERROR(validate_request(
+      RequestLimits::of(config_, model_.vocab_size(), kv_.pool().num_blocks()), request));
   kv::ExtraKeys keys = extra_keys_;
   keys.cache_salt = request.cache_salt;
   const kv::RequestKey key = next_key_++;

@@ -112,9 +112,6 @@ class EngineCore {
   // Finishes a request with `reason` (kStop when the server matched a stop
   // string, kAbort) and frees its blocks; the next step() reports it.
   bool finish_request(const std::string& request_id, FinishReason reason);
-  // Static checks of a request against the model and limits (any thread).
-  static Status validate(const model::Model& model, const EngineConfig& config,
-                         const EngineRequest& request);
 
   std::vector<RequestOutput> step();
   // Requests not finished yet, or KV copies to the tiers still in flight (the

@@ -361,7 +361,7 @@ TEST_F(EngineInvariantTest, RejectsBadRequestsWithPreciseErrors) {
   auto core = EngineCore::create(*model_, cfg, pool);
   ASSERT_TRUE(core.ok());
   Status too_long = (*core)->add_request(greedy("x", random_prompt(65, 1), 1));
-  EXPECT_EQ(too_long.message(), "prompt has 65 tokens; --max-model-len is 64");
+  EXPECT_EQ(too_long.message(), "prompt has 65 tokens; the maximum model length is 64");
   Status bad_id = (*core)->add_request(greedy("y", {1, 2, 1 << 30}, 1));
   EXPECT_NE(bad_id.message().find("prompt token 2 is 1073741824"), std::string::npos);
   EXPECT_FALSE((*core)->has_unfinished_requests());
