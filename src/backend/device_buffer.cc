@@ -1,8 +1,10 @@
 #include "backend/device_buffer.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/check.h"
+#include "base/mapped_file.h"
 
 namespace strata::backend {
 
@@ -21,9 +23,14 @@ DeviceBuffer DeviceBuffer::host(tensor::DType dtype, int64_t num_elements) {
   b.device_ = Device::kCpu;
   b.dtype_ = dtype;
   b.num_elements_ = num_elements;
-  const size_t bytes = (static_cast<size_t>(b.size_bytes()) + 63) / 64 * 64;
-  b.data_.reset(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
+  // Large buffers (the KV pool's layers, big activations) are 2 MiB aligned
+  // and huge-page backed: attention and matmuls stream them every step.
+  const size_t raw = static_cast<size_t>(b.size_bytes());
+  const size_t alignment = raw >= kHugePageBytes ? kHugePageBytes : 64;
+  const size_t bytes = std::max(alignment, (raw + alignment - 1) / alignment * alignment);
+  b.data_.reset(std::aligned_alloc(alignment, bytes));
   STRATA_CHECK(b.data_ != nullptr) << "out of host memory allocating " << bytes << " bytes";
+  if (alignment == kHugePageBytes) advise_huge_pages(b.data_.get(), bytes);
   return b;
 }
 

@@ -72,6 +72,11 @@ void MappedFile::release_pages(const void* begin, size_t bytes) const {
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+void advise_huge_pages(void* data, size_t bytes) {
+  if (data == nullptr || bytes < kHugePageBytes) return;
+  (void)::madvise(data, bytes, MADV_HUGEPAGE);  // advisory
+}
+
 StatusOr<std::string> read_file_to_string(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return not_found(path + ": cannot open: " + std::strerror(errno));

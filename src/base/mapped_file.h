@@ -39,6 +39,15 @@ class MappedFile {
   size_t size_bytes_ = 0;
 };
 
+// Asks the kernel to back [data, data + bytes) with transparent huge pages
+// (madvise MADV_HUGEPAGE; advisory, a no-op where THP is off). For large,
+// long-lived buffers read at memory bandwidth (weights copied at load, the KV
+// pool): file mappings of the page cache may already get large folios, and
+// 4 KiB anonymous pages would then read slower through the TLB.
+// `data` should be 2 MiB aligned (kHugePageBytes).
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+void advise_huge_pages(void* data, size_t bytes);
+
 // Reads a whole (small) file into a string: config and tokenizer files.
 StatusOr<std::string> read_file_to_string(const std::string& path);
 

@@ -422,20 +422,26 @@ int free_tcp_port() {
   return ntohs(a.sin_port);
 }
 
+// A peer tier listening on 127.0.0.1:port (HMAC-authenticated, two threads).
+offload::SecondaryTierConfig p2p_tier(int port) {
+  offload::SecondaryTierConfig t;
+  t.type = "p2p";
+  offload::P2pTierConfig& p2p = t.emplace<offload::P2pTierConfig>();
+  p2p.host = "127.0.0.1";
+  p2p.port = port;
+  p2p.secret = "a-test-secret-of-enough-bytes";
+  p2p.num_threads = 2;
+  return t;
+}
+
 // Engine B loads a prefix engine A computed, over the peer tier (loopback TCP,
 // HMAC-authenticated), and its output equals recomputation.
 TEST_F(TieredKvTest, PeerTierLoadEqualsRecompute) {
   const int port_a = free_tcp_port(), port_b = free_tcp_port();
   auto peer_config = [&](int port, int peer_port) {
     EngineConfig c = config(64, 512, false);
-    offload::SecondaryTierConfig t;
-    t.type = "p2p";
-    offload::P2pTierConfig& p2p = t.emplace<offload::P2pTierConfig>();
-    p2p.host = "127.0.0.1";
-    p2p.port = port;
-    p2p.peers = {"127.0.0.1:" + std::to_string(peer_port)};
-    p2p.secret = "a-test-secret-of-enough-bytes";
-    p2p.num_threads = 2;
+    offload::SecondaryTierConfig t = p2p_tier(port);
+    t.as<offload::P2pTierConfig>().peers = {"127.0.0.1:" + std::to_string(peer_port)};
     c.offload.secondary_tiers.push_back(t);
     return c;
   };
@@ -455,14 +461,8 @@ TEST_F(TieredKvTest, PeerTierLoadEqualsRecompute) {
 TEST_F(TieredKvTest, RemoteDecodePrefillGetsTransferParamsFromTheConnector) {
   const int port = free_tcp_port();
   EngineConfig c = config(64, 512, false);
-  offload::SecondaryTierConfig t;
-  t.type = "p2p";
-  offload::P2pTierConfig& p2p = t.emplace<offload::P2pTierConfig>();
-  p2p.host = "127.0.0.1";
-  p2p.port = port;
-  p2p.advertise_host = "10.0.0.7";
-  p2p.secret = "a-test-secret-of-enough-bytes";
-  p2p.num_threads = 2;
+  offload::SecondaryTierConfig t = p2p_tier(port);
+  t.as<offload::P2pTierConfig>().advertise_host = "10.0.0.7";
   c.offload.secondary_tiers.push_back(t);
   Session s(*model_, c);
   EngineRequest prefill = greedy("prefill", random_prompt(20, 14), 1);

@@ -30,6 +30,7 @@
 
 #include "base/check.h"
 #include "base/cpu_features.h"
+#include "base/mapped_file.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/onednn_gemm.h"
 
@@ -73,7 +74,12 @@ MatmulWeight MatmulWeight::concat_rows(const std::vector<const tensor::TensorVie
     n += p->dim(0);
     bytes += p->size_bytes();
   }
-  tensor::AlignedBuffer<uint8_t> owned(bytes);
+  // 2 MiB aligned and huge-page backed: a fused weight is read at memory
+  // bandwidth every step, as the mapped file it replaces may be.
+  const size_t alignment = bytes >= static_cast<int64_t>(kHugePageBytes) ? kHugePageBytes : 64;
+  tensor::AlignedBuffer<uint8_t> owned(bytes, alignment);
+  advise_huge_pages(owned.data(),
+                    static_cast<size_t>(bytes + alignment - 1) / alignment * alignment);
   int64_t offset = 0;
   for (const tensor::TensorView* p : parts) {
     std::memcpy(owned.data() + offset, p->data, static_cast<size_t>(p->size_bytes()));
@@ -155,7 +161,7 @@ const char* cpu_backend_name() { return cpu::active_kernels().name; }
 namespace cpu {
 namespace {
 
-constexpr int64_t kMatmulGrain = 16;   // weight rows per parallel_for chunk (decode)
+constexpr int64_t kMatmulGrain = 16;  // weight rows per parallel_for chunk (decode)
 // Prefill: slices of whole oneDNN panels (kPrefillTileRows weight rows), so
 // that each call's shape, and so its rounding, does not depend on the thread count.
 constexpr int64_t kPrefillGrain = kPrefillTileRows;
@@ -325,8 +331,8 @@ void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, Thr
     for (int64_t end = rows; end > 0; end -= kPagedAttentionLanes) {
       const int64_t begin = std::max<int64_t>(0, end - kPagedAttentionLanes);
       for (int64_t h = 0; h < b.num_kv_heads; ++h) {
-        items.push_back({s, static_cast<int32_t>(h), static_cast<int32_t>(begin),
-                         static_cast<int32_t>(end)});
+        items.push_back(
+            {s, static_cast<int32_t>(h), static_cast<int32_t>(begin), static_cast<int32_t>(end)});
       }
     }
   }

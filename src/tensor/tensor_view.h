@@ -37,9 +37,10 @@ template <typename T>
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(int64_t n) : size_(n) {
-    size_t bytes = (static_cast<size_t>(n) * sizeof(T) + 63) / 64 * 64;
-    data_.reset(static_cast<T*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes)));
+  // `alignment`: a power of two; the allocation is rounded up to it.
+  explicit AlignedBuffer(int64_t n, size_t alignment = 64) : size_(n) {
+    size_t bytes = (static_cast<size_t>(n) * sizeof(T) + alignment - 1) / alignment * alignment;
+    data_.reset(static_cast<T*>(std::aligned_alloc(alignment, bytes == 0 ? alignment : bytes)));
   }
   T* data() { return data_.get(); }
   const T* data() const { return data_.get(); }

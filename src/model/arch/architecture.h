@@ -84,6 +84,15 @@ struct ArchitectureSpec {
   bool gguf_norm_topk_prob = false;
 };
 
+// Families are mostly a known one with a difference: `derived` copies `base`
+// under new names (its GGUF name cleared unless given), and `with_experts`
+// makes a spec's feed-forward block a mixture of experts named `names`.
+ArchitectureSpec derived(const ArchitectureSpec& base, Architecture arch, const char* hf_name,
+                         const char* model_type, const char* gguf_name = nullptr);
+ArchitectureSpec with_experts(ArchitectureSpec spec, const MoeNames& names);
+// Qwen-MoE's tensor names (mlp.gate, mlp.experts.<e>.{gate,up,down}_proj).
+MoeNames qwen_moe_names(bool shared_expert);
+
 // Every supported family, in the order error messages list them.
 std::span<const ArchitectureSpec* const> all_architectures();
 const ArchitectureSpec& architecture_spec(Architecture arch);

@@ -6,23 +6,16 @@
 namespace strata::model {
 
 const ArchitectureSpec& mistral_architecture() {
-  static const ArchitectureSpec kSpec{
-      .arch = Architecture::kMistral,
-      .hf_name = "MistralForCausalLM",
-      .model_type = "mistral",
-      .gguf_name = nullptr,
-      .gguf_rope_style = ops::RopeStyle::kNeox,
-      .default_max_position_embeddings = 4096 * 32,
-      .default_head_dim = 0,
-      .default_bos_token_id = 1,
-      .default_eos_token_id = 2,
-      .qkv_bias = false,
-      .attention_bias_means_o_proj = false,
-      .qk_norm = false,
-      .sliding_window = SlidingWindowSource::kFromConfig,
-      .default_sliding_window = 4096,
-      .feed_forward = FeedForwardKind::kGatedMlp,
-  };
+  static const ArchitectureSpec kSpec = [] {
+    ArchitectureSpec s =
+        derived(llama_architecture(), Architecture::kMistral, "MistralForCausalLM", "mistral");
+    s.gguf_rope_style = ops::RopeStyle::kNeox;
+    s.default_max_position_embeddings = 4096 * 32;
+    s.attention_bias_means_o_proj = false;
+    s.sliding_window = SlidingWindowSource::kFromConfig;
+    s.default_sliding_window = 4096;
+    return s;
+  }();
   return kSpec;
 }
 
