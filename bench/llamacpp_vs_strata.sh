@@ -7,7 +7,7 @@
 #   bench/llamacpp_vs_strata.sh [--strata BIN] [--work DIR] [--reps N] [--threads N]
 #                               [--pp 512] [--tg 128] [--types "bf16 q8_0"]
 #                               [--quant "Q4_K_M Q5_K_M Q6_K Q4_0"]
-#                               [--shapes "qwen2.5-0.5b bench-small"]
+#                               [--shapes "qwen2.5-0.5b bench-small qwen3-moe-bench"]
 #
 # --types are converter output types (convert_hf_to_gguf.py --outtype). --quant adds
 # llama-quantize types: the bf16 GGUF is quantized with `tools/llamacpp/llama_run.sh quantize`
@@ -70,7 +70,9 @@ ensure_hf() {  # ensure_hf SHAPE -> the bf16 checkpoint directory
   local hf="$WORK/$1-bf16"
   if [[ ! -f "$hf/model.safetensors" ]]; then
     echo "writing random-weight $1-shaped checkpoint (bf16) to $hf" >&2
-    "$PY" "$ROOT/tools/reference/make_checkpoint.py" --arch qwen2 --shape "$1" \
+    local arch=qwen2
+    [[ "$1" == qwen3-moe-bench ]] && arch=qwen3-moe  # the mixture-of-experts shape
+    "$PY" "$ROOT/tools/reference/make_checkpoint.py" --arch "$arch" --shape "$1" \
       --dtype bf16 --seed 1 --out "$hf"
   fi
   echo "$hf"

@@ -4,7 +4,6 @@
 #include <cstdlib>
 
 #include "base/check.h"
-#include "base/mapped_file.h"
 
 namespace strata::backend {
 
@@ -23,14 +22,13 @@ DeviceBuffer DeviceBuffer::host(tensor::DType dtype, int64_t num_elements) {
   b.device_ = Device::kCpu;
   b.dtype_ = dtype;
   b.num_elements_ = num_elements;
-  // Large buffers (the KV pool's layers, big activations) are 2 MiB aligned
-  // and huge-page backed: attention and matmuls stream them every step.
-  const size_t raw = static_cast<size_t>(b.size_bytes());
-  const size_t alignment = raw >= kHugePageBytes ? kHugePageBytes : 64;
-  const size_t bytes = std::max(alignment, (raw + alignment - 1) / alignment * alignment);
-  b.data_.reset(std::aligned_alloc(alignment, bytes));
+  // Not huge-page advised: the KV pool is touched block by block while
+  // serving, and with THP in madvise mode each first touch of a 2 MiB page
+  // would zero it and may compact memory inside a request's time to first
+  // token (weights, copied once at load, are: ops::MatmulWeight::concat_rows).
+  const size_t bytes = std::max<size_t>(64, (static_cast<size_t>(b.size_bytes()) + 63) / 64 * 64);
+  b.data_.reset(std::aligned_alloc(64, bytes));
   STRATA_CHECK(b.data_ != nullptr) << "out of host memory allocating " << bytes << " bytes";
-  if (alignment == kHugePageBytes) advise_huge_pages(b.data_.get(), bytes);
   return b;
 }
 

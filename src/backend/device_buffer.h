@@ -1,7 +1,6 @@
 // Device-agnostic memory: a buffer of `num_elements` values of one dtype on
 // one device, owned (move-only), allocated by a Backend. On the CPU it is a
-// 64-byte aligned host allocation (2 MiB aligned and huge-page backed from
-// 2 MiB up); a CUDA backend would return device memory
+// 64-byte aligned host allocation; a CUDA backend would return device memory
 // whose data() the host must not dereference (host_view() is CPU-only).
 // Threading: plain owner; whoever holds it decides who touches the bytes.
 #pragma once

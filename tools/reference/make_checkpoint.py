@@ -5,7 +5,7 @@ Usage:
   make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral|qwen3-moe|qwen2-moe|mixtral
                      --dtype f32|f16|bf16
                      --out DIR [--seed N] [--shards N]
-                     [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small]
+                     [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small|qwen3-moe-bench]
 
 Each directory holds config.json, generation_config.json, model.safetensors (or
 model-0000k-of-0000N.safetensors + model.safetensors.index.json with --shards),
@@ -85,7 +85,13 @@ QWEN25_05B = dict(hidden=896, layers=24, heads=14, kv_heads=2, head_dim=64, ffn=
 # cores yet make prefill cost far more than a KV reload (16 KiB of KV per token).
 BENCH_SMALL = dict(hidden=512, layers=8, heads=8, kv_heads=4, head_dim=64, ffn=1536,
                    vocab=8192)
-SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "bench-small": BENCH_SMALL}
+# A Qwen3-MoE scaled to this machine, for benchmarks only: 32 experts, top-4, ~0.9B
+# parameters of which ~0.18B are read per token (bf16 ~1.8 GB). Its routers are random
+# (no planted routing): the load spreads over the experts as a trained router's roughly does.
+QWEN3_MOE_BENCH = dict(hidden=1024, layers=16, heads=16, kv_heads=4, head_dim=64, ffn=3072,
+                       vocab=32000, experts=32, top_k=4, moe_ffn=512, mlp_only_layers=[])
+SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "bench-small": BENCH_SMALL,
+          "qwen3-moe-bench": QWEN3_MOE_BENCH}
 # Small golden shapes for llama.cpp's quantized types (any arch, bigram planted like TINY).
 # k256: every matmul's input length (hidden 256, heads*head_dim 256, ffn 512) is a multiple
 # of 256, so K-quants and IQ4_XS apply to every tensor. k320: hidden 320 is not (like
@@ -334,6 +340,8 @@ def make_tensor(name, shape, kind, seed, lm_scale, plant=None, plan=None):
     if kind == "qk":
         return x * (1.5 / math.sqrt(fan_in))  # sharper attention than uniform
     if kind == "router":  # [experts, hidden]
+        if plan is None:  # benchmark shapes: a random router
+            return x * (1.0 / math.sqrt(fan_in))
         layer = int(name.split(".")[2])
         w = 0.02 * x
         w[torch.arange(shape[0]), plan.dims[layer]] += ROUTER_GAIN
@@ -529,7 +537,7 @@ def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
     specs = tensor_specs(arch, s)
 
     plant = None
-    plan = RoutingPlan(arch, s, seed) if arch in MOE_ARCHS else None
+    plan = RoutingPlan(arch, s, seed) if arch in MOE_ARCHS and shape not in SHAPES else None
     if shape == "tiny" or shape in QUANT_SHAPES:
         if plan is not None and s["layers"] - 1 in plan.layers:
             assert s["moe_ffn"] > int(plan.unit[s["layers"] - 1].max())
@@ -616,12 +624,13 @@ def main():
     ap.add_argument("--no-check-routing", action="store_true",
                     help="MoE archs: skip the router top-k gap check (check_routing)")
     a = ap.parse_args()
-    if a.arch in MOE_ARCHS and a.shape != "tiny":
-        ap.error(f"--arch {a.arch} has only --shape tiny")
-    if a.shape in SHAPES and a.arch != "qwen2":
-        ap.error(f"--shape {a.shape} needs --arch qwen2")
+    bench_arch = "qwen3-moe" if a.shape == "qwen3-moe-bench" else "qwen2"
+    if a.arch in MOE_ARCHS and a.shape not in ("tiny", "qwen3-moe-bench"):
+        ap.error(f"--arch {a.arch} has only --shape tiny (qwen3-moe also qwen3-moe-bench)")
+    if a.shape in SHAPES and a.arch != bench_arch:
+        ap.error(f"--shape {a.shape} needs --arch {bench_arch}")
     write_checkpoint(a.arch, a.dtype, a.out, a.seed, a.shards, a.shape, a.lm_scale)
-    if a.arch in MOE_ARCHS and not a.no_check_routing:
+    if a.arch in MOE_ARCHS and a.shape == "tiny" and not a.no_check_routing:
         check_routing(a.out, a.seed)
 
 
