@@ -92,47 +92,60 @@ void MoeLayer::run_expert(const ForwardContext& ctx, const Expert& expert, int64
   ctx.backend.matmul(ws.act(), n, expert.down, nullptr, ws.expert_out());
 }
 
+void MoeLayer::group_by_expert(const ForwardContext& ctx) const {
+  Workspace& ws = ctx.workspace;
+  const int64_t num_tokens = ctx.batch.num_tokens();
+  const int64_t num_routed = num_tokens * top_k_;
+  const int32_t* ids = ws.routed_experts();
+  const float* weights = ws.routed_weights();
+  // Counting sort by expert, stable in token order; afterwards offsets[e] is
+  // where expert e's rows end (and e + 1's begin).
+  std::vector<int32_t>& offsets = ws.expert_offsets();
+  offsets.assign(experts_.size() + 1, 0);
+  for (int64_t r = 0; r < num_routed; ++r) ++offsets[ids[r] + 1];
+  for (size_t e = 1; e < offsets.size(); ++e) offsets[e] += offsets[e - 1];
+  std::vector<RoutedRow>& rows = ws.routed_rows();
+  rows.resize(static_cast<size_t>(num_routed + (has_shared_ ? num_tokens : 0)));
+  for (int64_t r = 0; r < num_routed; ++r) {
+    rows[offsets[ids[r]]++] = {static_cast<int32_t>(r / top_k_), weights[r]};
+  }
+  // The shared expert as one more expert every token selects, weighted by
+  // sigmoid of its gate.
+  for (int64_t t = 0; has_shared_ && t < num_tokens; ++t) {
+    rows[num_routed + t] = {static_cast<int32_t>(t),
+                            1.0f / (1.0f + std::exp(-ws.shared_gate()[t]))};
+  }
+}
+
+void MoeLayer::run_and_add(const ForwardContext& ctx, const Expert& expert, const RoutedRow* rows,
+                           int64_t n, const float* in, float* out) const {
+  Workspace& ws = ctx.workspace;
+  for (int64_t r = 0; r < n; ++r) {
+    const float* src = in + int64_t{rows[r].token} * hidden_;
+    std::copy(src, src + hidden_, ws.expert_rows() + r * hidden_);
+  }
+  run_expert(ctx, expert, n);
+  for (int64_t r = 0; r < n; ++r) {
+    float* dst = out + int64_t{rows[r].token} * hidden_;
+    const float* y = ws.expert_out() + r * hidden_;
+    const float weight = rows[r].weight;
+    for (int64_t j = 0; j < hidden_; ++j) dst[j] += weight * y[j];
+  }
+}
+
 void MoeLayer::forward(const ForwardContext& ctx, const float* in, float* out) const {
   Workspace& ws = ctx.workspace;
   const int64_t num_tokens = ctx.batch.num_tokens();
   route(ctx, in);
+  group_by_expert(ctx);
   std::fill(out, out + num_tokens * hidden_, 0.0f);
-  // Tokens of each expert, in token order, with their routing weights.
-  const int32_t* ids = ws.routed_experts();
-  const float* weights = ws.routed_weights();
-  std::vector<std::vector<std::pair<int32_t, float>>> routed(experts_.size());
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    for (int64_t i = 0; i < top_k_; ++i) {
-      routed[ids[t * top_k_ + i]].emplace_back(static_cast<int32_t>(t), weights[t * top_k_ + i]);
-    }
-  }
-  auto run_and_add = [&](const Expert& expert,
-                         const std::vector<std::pair<int32_t, float>>& tokens) {
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    for (int64_t r = 0; r < n; ++r) {
-      const float* src = in + int64_t{tokens[r].first} * hidden_;
-      std::copy(src, src + hidden_, ws.expert_rows() + r * hidden_);
-    }
-    run_expert(ctx, expert, n);
-    for (int64_t r = 0; r < n; ++r) {
-      float* dst = out + int64_t{tokens[r].first} * hidden_;
-      const float* y = ws.expert_out() + r * hidden_;
-      const float weight = tokens[r].second;
-      for (int64_t j = 0; j < hidden_; ++j) dst[j] += weight * y[j];
-    }
-  };
+  const RoutedRow* rows = ws.routed_rows().data();
+  const std::vector<int32_t>& ends = ws.expert_offsets();
   for (size_t e = 0; e < experts_.size(); ++e) {
-    if (!routed[e].empty()) run_and_add(experts_[e], routed[e]);
+    const int32_t begin = e == 0 ? 0 : ends[e - 1];
+    if (ends[e] > begin) run_and_add(ctx, experts_[e], rows + begin, ends[e] - begin, in, out);
   }
-  if (has_shared_) {
-    // The shared expert as one more expert every token selects, weighted by
-    // sigmoid of its gate.
-    std::vector<std::pair<int32_t, float>> all(static_cast<size_t>(num_tokens));
-    for (int64_t t = 0; t < num_tokens; ++t) {
-      all[t] = {static_cast<int32_t>(t), 1.0f / (1.0f + std::exp(-ws.shared_gate()[t]))};
-    }
-    run_and_add(shared_, all);
-  }
+  if (has_shared_) run_and_add(ctx, shared_, rows + num_tokens * top_k_, num_tokens, in, out);
 }
 
 }  // namespace strata::model

@@ -55,6 +55,12 @@ class MoeLayer {
   // Runs `expert` over rows [0, n) of ctx.workspace.expert_rows() into expert_out().
   void run_expert(const ForwardContext& ctx, const Expert& expert, int64_t n) const;
   void route(const ForwardContext& ctx, const float* in) const;
+  // Fills the workspace's routed rows grouped by expert (the shared expert's
+  // rows last) from this step's routing.
+  void group_by_expert(const ForwardContext& ctx) const;
+  // Runs `expert` over rows [0, n) of `rows` and adds their weighted outputs to out.
+  void run_and_add(const ForwardContext& ctx, const Expert& expert, const RoutedRow* rows,
+                   int64_t n, const float* in, float* out) const;
 
   int64_t hidden_ = 0, top_k_ = 0;
   bool renormalize_ = false;

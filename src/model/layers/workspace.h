@@ -9,11 +9,18 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/backend.h"
 #include "model/model_config.h"
 
 namespace strata::model {
+
+// One token's row routed to an expert, with its routing weight.
+struct RoutedRow {
+  int32_t token;
+  float weight;
+};
 
 class Workspace {
  public:
@@ -44,6 +51,10 @@ class Workspace {
   float* expert_rows() { return expert_rows_.as<float>(); }  // [T, hidden] one expert's tokens
   float* expert_out() { return expert_out_.as<float>(); }    // [T, hidden]
   float* shared_gate() { return shared_gate_.as<float>(); }  // [T]
+  // Host-side grouping of routed rows by expert, reused every step: rows of
+  // expert e are routed_rows()[start(e), end(e)) (MoeLayer).
+  std::vector<RoutedRow>& routed_rows() { return routed_rows_; }
+  std::vector<int32_t>& expert_offsets() { return expert_offsets_; }
 
  private:
   backend::DeviceBuffer floats(int64_t n) { return backend_->allocate(tensor::DType::kF32, n); }
@@ -54,6 +65,8 @@ class Workspace {
   backend::DeviceBuffer residual_, normed_, block_out_, qkv_, q_, k_, v_, attn_, gate_up_, act_,
       split_scratch_, final_rows_, router_logits_, routed_experts_, routed_weights_, expert_rows_,
       expert_out_, shared_gate_;
+  std::vector<RoutedRow> routed_rows_;
+  std::vector<int32_t> expert_offsets_;
 };
 
 }  // namespace strata::model

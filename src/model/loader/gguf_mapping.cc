@@ -55,22 +55,34 @@ struct ExpertTensor {
   std::string layer;
   const char* hf_part;  // the spec's gate / up / down name
 };
-std::optional<ExpertTensor> gguf_expert_tensor(const std::string& gguf_name,
-                                               const ArchitectureSpec& spec) {
-  if (spec.feed_forward != FeedForwardKind::kMixtureOfExperts) return std::nullopt;
+// "blk.<layer>.<base>.weight" split into its parts; nullopt for other names.
+std::optional<LayerName> split_layer_weight(const std::string& gguf_name) {
   const std::string weight = ".weight";
   if (gguf_name.size() <= weight.size() ||
       gguf_name.compare(gguf_name.size() - weight.size(), weight.size(), weight) != 0) {
     return std::nullopt;
   }
-  std::optional<LayerName> layer =
-      split_layer_name(gguf_name.substr(0, gguf_name.size() - weight.size()));
+  return split_layer_name(gguf_name.substr(0, gguf_name.size() - weight.size()));
+}
+
+std::optional<ExpertTensor> gguf_expert_tensor(const std::string& gguf_name,
+                                               const ArchitectureSpec& spec) {
+  if (spec.feed_forward != FeedForwardKind::kMixtureOfExperts) return std::nullopt;
+  std::optional<LayerName> layer = split_layer_weight(gguf_name);
   if (!layer) return std::nullopt;
   if (layer->base == "ffn_gate_exps") return ExpertTensor{layer->layer, spec.moe.gate};
   if (layer->base == "ffn_up_exps") return ExpertTensor{layer->layer, spec.moe.up};
   if (layer->base == "ffn_down_exps") return ExpertTensor{layer->layer, spec.moe.down};
   return std::nullopt;
 }
+
+// A Qwen2-MoE shared expert's tensors, under "<block>." (llama.cpp's names).
+constexpr NamePair kSharedExpertNames[] = {
+    {"ffn_gate_inp_shexp", "shared_expert_gate"},
+    {"ffn_gate_shexp", "shared_expert.gate_proj"},
+    {"ffn_up_shexp", "shared_expert.up_proj"},
+    {"ffn_down_shexp", "shared_expert.down_proj"},
+};
 
 template <typename Add>
 Status add_expert_views(const GgufFile& file, const GgufTensorInfo& info,
@@ -246,19 +258,11 @@ std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name) {
 std::optional<std::string> gguf_to_hf_name(const std::string& gguf_name,
                                            const ArchitectureSpec& spec) {
   if (spec.feed_forward != FeedForwardKind::kMixtureOfExperts) return gguf_to_hf_name(gguf_name);
-  const std::string weight = ".weight";
-  if (gguf_name.size() > weight.size() &&
-      gguf_name.compare(gguf_name.size() - weight.size(), weight.size(), weight) == 0) {
-    std::optional<LayerName> layer =
-        split_layer_name(gguf_name.substr(0, gguf_name.size() - weight.size()));
-    if (layer) {
-      const std::string p = "model.layers." + layer->layer + ".";
-      const std::string block = p + spec.moe.block + ".";
-      if (layer->base == "ffn_gate_inp") return block + spec.moe.router + weight;
-      if (layer->base == "ffn_gate_inp_shexp") return block + "shared_expert_gate" + weight;
-      if (layer->base == "ffn_gate_shexp") return block + "shared_expert.gate_proj" + weight;
-      if (layer->base == "ffn_up_shexp") return block + "shared_expert.up_proj" + weight;
-      if (layer->base == "ffn_down_shexp") return block + "shared_expert.down_proj" + weight;
+  if (std::optional<LayerName> layer = split_layer_weight(gguf_name)) {
+    const std::string block = "model.layers." + layer->layer + "." + spec.moe.block + ".";
+    if (layer->base == "ffn_gate_inp") return block + spec.moe.router + ".weight";
+    if (auto shared = map_base(layer->base, kSharedExpertNames, std::size(kSharedExpertNames))) {
+      return block + *shared + ".weight";
     }
   }
   return gguf_to_hf_name(gguf_name);
