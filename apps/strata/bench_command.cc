@@ -13,8 +13,10 @@
 #include "commands.h"
 #include "engine/engine_core.h"
 #include "flags.h"
+#include "kernel_calibration_flag.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
+#include "ops/kernel_calibration.h"
 #include "ops/ops.h"
 
 namespace strata::app {
@@ -31,6 +33,7 @@ struct ThroughputFlags {
   int64_t block_size = 16;
   int64_t threads = 0;
   int64_t seed = 0;
+  std::string kernel_calibration = "auto";
 };
 
 int fail(const Status& s) {
@@ -67,6 +70,7 @@ int run_throughput(const std::vector<std::string>& args) {
   flags.add_int("block-size", &f.block_size, "tokens per KV block");
   flags.add_int("threads", &f.threads, "compute threads (default: all cores)");
   flags.add_int("seed", &f.seed, "seed for the random prompts");
+  add_kernel_calibration_flag(flags, &f.kernel_calibration);
   if (Status s = flags.parse(args); !s.ok()) return fail(s);
   if (flags.help_requested()) {
     std::fputs(flags.usage().c_str(), stdout);
@@ -76,6 +80,9 @@ int run_throughput(const std::vector<std::string>& args) {
   if (f.model.empty()) {
     return fail(invalid_argument("no --model given and no bundled model (" +
                                  default_model_search_note() + ")"));
+  }
+  if (auto mode = ops::parse_calibration_mode(f.kernel_calibration); !mode.ok()) {
+    return fail(mode.status());
   }
   StatusOr<std::string> located = locate_model(f.model);
   if (!located.ok()) return fail(located.status());
@@ -91,6 +98,9 @@ int run_throughput(const std::vector<std::string>& args) {
   config.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
   config.scheduler.max_model_len = f.input_len + f.output_len;
   ThreadPool pool(f.threads > 0 ? static_cast<int>(f.threads) : num_hardware_threads());
+  StatusOr<std::vector<std::string>> calibration = calibrate_kernels(f.kernel_calibration, pool);
+  if (!calibration.ok()) return fail(calibration.status());
+  for (const std::string& line : *calibration) std::fprintf(stderr, "%s\n", line.c_str());
   StatusOr<std::unique_ptr<engine::EngineCore>> core =
       engine::EngineCore::create(**model, config, pool);
   if (!core.ok()) return fail(core.status());

@@ -1,7 +1,7 @@
 // `strata generate`: one prompt, one continuation, with timing on stderr.
 //   strata generate --model PATH --prompt TEXT | --prompt-ids 1,2,3
 //                   [--max-tokens N] [--temperature T] [--seed S] [--json]
-//                   [--dump-logits FILE] [--bench]
+//                   [--dump-logits FILE] [--bench] [--kernel-calibration off|auto|force]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -15,8 +15,10 @@
 #include "base/thread_pool.h"
 #include "commands.h"
 #include "flags.h"
+#include "kernel_calibration_flag.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
+#include "ops/kernel_calibration.h"
 #include "ops/ops.h"
 #include "runner/generate.h"
 #include "tensor/kv_cache_dtype.h"
@@ -44,6 +46,7 @@ struct GenerateFlags {
   int64_t bench_depth = 0;
   int64_t threads = 0;
   std::string kv_cache_dtype = "auto";
+  std::string kernel_calibration = "auto";
 };
 
 void register_flags(FlagSet& flags, GenerateFlags& f) {
@@ -69,6 +72,7 @@ void register_flags(FlagSet& flags, GenerateFlags& f) {
   flags.add_string("kv-cache-dtype", &f.kv_cache_dtype,
                    "KV element type: auto (the weights' dtype), bfloat16, float16, float32, "
                    "fp8 (= fp8_e4m3), fp8_e5m2");
+  add_kernel_calibration_flag(flags, &f.kernel_calibration);
 }
 
 Status write_logits(const std::string& path, const runner::GenerateResult& r, int64_t vocab) {
@@ -144,6 +148,9 @@ int run_generate(const std::vector<std::string>& args) {
     return fail(invalid_argument("no --model given and no bundled model (" +
                                  default_model_search_note() + ")"));
   }
+  if (auto mode = ops::parse_calibration_mode(f.kernel_calibration); !mode.ok()) {
+    return fail(mode.status());
+  }
 
   auto load_start = std::chrono::steady_clock::now();
   StatusOr<std::string> located = locate_model(f.model);
@@ -161,6 +168,18 @@ int run_generate(const std::vector<std::string>& args) {
   StatusOr<tensor::KvCacheDtype> kv_dtype =
       tensor::parse_kv_cache_dtype(f.kv_cache_dtype, model.weight_dtype());
   if (!kv_dtype.ok()) return fail(kv_dtype.status());
+  StatusOr<std::vector<std::string>> calibration = calibrate_kernels(f.kernel_calibration, pool);
+  if (!calibration.ok()) return fail(calibration.status());
+  // --bench: every shape class on stdout with the results; otherwise the
+  // summary and any warnings on stderr.
+  for (size_t i = 0; i < calibration->size(); ++i) {
+    const std::string& line = (*calibration)[i];
+    if (f.bench) {
+      std::printf("%s\n", line.c_str());
+    } else if (i == 0 || line.rfind("warning", 0) == 0) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
   if (f.bench) return run_bench(model, f, *kv_dtype, pool);
 
   StatusOr<TextCodec> codec = TextCodec::for_model(model.files());

@@ -17,9 +17,11 @@
 #include "engine/engine.h"
 #include "engine/tokenizer_loader.h"
 #include "flags.h"
+#include "kernel_calibration_flag.h"
 #include "model/arch/architecture.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
+#include "ops/kernel_calibration.h"
 #include "offload/tiers/p2p/p2p_tier.h"
 #include "server/agent_setup.h"
 #include "server/api_server.h"
@@ -32,6 +34,7 @@ namespace strata::app {
 namespace {
 
 struct ServeFlags {
+  std::string kernel_calibration = "auto";
   std::string model;       // as given: a path or a Hugging Face id (the default served name)
   std::string model_path;  // where it was found (locate_model)
   std::string revision;
@@ -152,6 +155,7 @@ void register_flags(FlagSet& flags, ServeFlags& f) {
                    "sampling defaults: auto (model's generation_config.json), vllm, or DIR");
   flags.add_string("dtype", &f.dtype, "auto|float32|bfloat16 (activations are f32 today)");
   flags.add_int("threads", &f.threads, "compute threads; 0 = all cores");
+  add_kernel_calibration_flag(flags, &f.kernel_calibration);
   flags.add_int("max-pending-requests", &f.max_pending_requests,
                 "in-flight requests beyond which new ones get 503; 0 = unlimited");
   flags.add_string("max-request-body", &f.max_request_body, "largest request body (413 above)");
@@ -426,6 +430,9 @@ Status check_flags(const ServeFlags& f) {
     }
   }
   if (f.port < 0 || f.port > 65535) return invalid_argument("--port must be in [0, 65535]");
+  if (auto mode = ops::parse_calibration_mode(f.kernel_calibration); !mode.ok()) {
+    return mode.status();
+  }
   return Status();
 }
 
@@ -438,6 +445,13 @@ int serve(const ServeFlags& f) {
   if (!config.ok()) return fail(config.status());
   StatusOr<int64_t> body_limit = parse_size("max-request-body", f.max_request_body, true);
   if (!body_limit.ok()) return fail(body_limit.status());
+  {
+    // Timed on a pool of the engine's size, before the engine's threads start.
+    ThreadPool pool(f.threads > 0 ? static_cast<int>(f.threads) : num_hardware_threads());
+    StatusOr<std::vector<std::string>> calibration = calibrate_kernels(f.kernel_calibration, pool);
+    if (!calibration.ok()) return fail(calibration.status());
+    for (const std::string& line : *calibration) STRATA_LOG(kInfo) << line;
+  }
   StatusOr<std::unique_ptr<engine::Engine>> engine =
       engine::Engine::create(*loaded->model, *config, static_cast<int>(f.threads));
   if (!engine.ok()) return fail(engine.status());

@@ -3,6 +3,7 @@
 #include <cpuid.h>
 #include <sched.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -64,6 +65,36 @@ const CpuFeatures& cpu_features() {
     return detect();
   }();
   return features;
+}
+
+std::string cpu_signature() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  char vendor[13] = {};
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+  }
+  unsigned family = 0, model = 0, stepping = 0, ecx1 = 0, edx1 = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    family = (a >> 8) & 0xf;
+    model = (a >> 4) & 0xf;
+    stepping = a & 0xf;
+    if (family == 0xf) family += (a >> 20) & 0xff;
+    if (family == 0x6 || family >= 0xf) model |= ((a >> 16) & 0xf) << 4;
+    ecx1 = c;
+    edx1 = d;
+  }
+  unsigned ebx7 = 0, ecx7 = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    ebx7 = b;
+    ecx7 = c;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%s f%u m%u s%u 1:%x,%x 7:%x,%x ", vendor[0] ? vendor : "unknown",
+                family, model, stepping, ecx1, edx1, ebx7, ecx7);
+  return std::string(buf) + cpu_features().to_string() +
+         " threads=" + std::to_string(num_hardware_threads());
 }
 
 int num_hardware_threads() {

@@ -30,4 +30,10 @@ const CpuFeatures& cpu_features();
 // Number of hardware threads available to this process (affinity-aware).
 int num_hardware_threads();
 
+// One line naming this CPU for caches of per-CPU measurements: cpuid vendor,
+// family/model/stepping, the raw feature words of leaves 1 and 7, the
+// detected features (after STRATA_CPU) and num_hardware_threads(), e.g.
+// "AuthenticAMD f26 m2 s0 1:7ed8320b,178bfbff 7:f1bf97a9,405fce avx2,... threads=2".
+std::string cpu_signature();
+
 }  // namespace strata

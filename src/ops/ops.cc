@@ -33,6 +33,7 @@
 #include "base/mapped_file.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/onednn_gemm.h"
+#include "ops/matmul_choice.h"
 
 namespace strata::ops {
 
@@ -42,6 +43,12 @@ MatmulWeight& MatmulWeight::operator=(MatmulWeight&&) noexcept = default;
 MatmulWeight::~MatmulWeight() = default;
 
 MatmulWeight MatmulWeight::prepare(const tensor::TensorView& w) {
+  MatmulWeight out = prepare_unlisted(w);
+  cpu::note_prepared_shape(out.dtype(), out.n(), out.k());
+  return out;
+}
+
+MatmulWeight MatmulWeight::prepare_unlisted(const tensor::TensorView& w) {
   using tensor::DType;
   STRATA_CHECK(w.rank() == 2) << "matmul weight must be 2-D [n, k], got " << w.shape_string();
   STRATA_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 ||
@@ -92,7 +99,8 @@ MatmulWeight MatmulWeight::concat_rows(const std::vector<const tensor::TensorVie
 
 void matmul(const float* x, int64_t m, const MatmulWeight& w, const float* bias, float* y,
             ThreadPool& pool) {
-  cpu::run_matmul(cpu::active_kernels(), x, m, w, bias, y, pool);
+  cpu::run_matmul(cpu::active_kernels(), x, m, w, bias, y, pool,
+                  chosen_matmul_kernel(w.dtype(), w.n(), w.k(), m));
 }
 
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
@@ -207,7 +215,7 @@ bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m)
 }
 
 void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
-                const float* bias, float* y, ThreadPool& pool) {
+                const float* bias, float* y, ThreadPool& pool, MatmulKernel kernel) {
   STRATA_CHECK(m >= 0 && w.n() > 0) << "m=" << m << " n=" << w.n();
   if (m == 0) return;
   MatmulArgs a;
@@ -222,7 +230,8 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   a.y = y;
   bool prefill = m > kDecodeMaxRows && t.matmul_prefill_range != nullptr &&
                  w.dtype() != tensor::DType::kF16 &&
-                 (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows());
+                 (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows()) &&
+                 kernel != MatmulKernel::kOwn;
   if (uses_lowbit_kernel(t, w.dtype(), m)) {
     // Quantize x once on the calling thread; workers only read it.
     a.k_pad256 = round_up(w.k(), 256);
@@ -247,7 +256,7 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   if (tensor::is_low_bit_quant(w.dtype()) && !prefill && &t != &generic_kernels()) {
     return run_matmul(generic_kernels(), x, m, w, bias, y, pool);
   }
-  if (uses_q8_activations(t, w.dtype(), m)) {
+  if (uses_q8_activations(t, w.dtype(), m) && kernel != MatmulKernel::kOwnExact) {
     // Quantize x once on the calling thread; workers only read it.
     a.k_pad64 = round_up(w.k(), 64);
     uint8_t* xq = scratch<uint8_t, 3>(m * a.k_pad64);

@@ -28,7 +28,10 @@ namespace strata::ops {
 class MatmulWeight {
  public:
   // `w` is 2-D [n, k]; k must be a multiple of 32 for Q8_0.
+  // Notes (dtype, n, k) for prepared_matmul_shapes() (ops/matmul_choice.h).
   static MatmulWeight prepare(const tensor::TensorView& w);
+  // As prepare(), without noting the shape (kernel calibration's scratch weights).
+  static MatmulWeight prepare_unlisted(const tensor::TensorView& w);
   // One weight [n_0 + n_1 + ..., k] holding the rows of `parts` one after the
   // other (fused QKV, gate/up), in an owned copy. Every part must be 2-D with
   // the same k and dtype (can_concat_rows). Row r of the result computes the
@@ -74,6 +77,9 @@ class MatmulWeight {
 //             m <= 16 without VNNI: weights q*d widened exactly, x stays f32.
 //             m > 16 (prefill): x and q*d rounded to bf16 (<= 2^-7 in theory;
 //             measured worst 3.3e-4).
+// Which kernel runs can be overridden per shape class at load time
+// (ops/matmul_choice.h, ops/kernel_calibration.h); each kernel's numerics are
+// fixed and the decode regime (m <= 16) always uses one kernel for all m.
 // So Q8_0 (and, through the prefill GEMM's summation order, BF16/F32) rows can
 // differ in the last bits between a decode step and a prefill of the same token.
 void matmul(const float* x, int64_t m, const MatmulWeight& w, const float* bias, float* y,

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "ops/matmul_choice.h"
 #include "ops/ops.h"
 #include "tensor/dtype.h"
 
@@ -173,13 +174,24 @@ namespace strata::ops::cpu {
 
 // The public ops, run with an explicit kernel table (tests run both tables
 // through the same threading code the product uses).
+// `kernel` overrides the static choice for this call (ops/matmul_choice.h):
+// kOwn skips the prefill GEMM (our kernels at any m) and, for Q8_0 decode,
+// means the int8-activation kernel where the table has it; kOwnExact (Q8_0
+// decode) runs the f32 kernel on exactly widened weights; kOnednn and
+// kStatic are the static path.
 void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
-                const float* bias, float* y, ThreadPool& pool);
+                const float* bias, float* y, ThreadPool& pool,
+                MatmulKernel kernel = MatmulKernel::kStatic);
 void run_rope(const KernelTable& t, float* x, const int32_t* positions, int64_t num_tokens,
               int64_t num_heads, int64_t head_dim, const float* inv_freq, RopeStyle style);
 void run_attention(const KernelTable& t, const float* q, const float* k, const float* v,
                    const AttentionShape& shape, float* out, ThreadPool& pool);
 void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, ThreadPool& pool);
+// Rows of x up to which quantized weights keep their decode numerics:
+// kDecodeMaxRows with oneDNN's prefill GEMM in use, unbounded without it.
+int64_t quantized_decode_rows();
+// Records a prepared weight's shape for prepared_matmul_shapes().
+void note_prepared_shape(tensor::DType dtype, int64_t n, int64_t k);
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)

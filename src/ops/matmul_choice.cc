@@ -1,0 +1,151 @@
+// The matmul override table and the registry of prepared weight shapes
+// (see matmul_choice.h). Portable code.
+#include "ops/matmul_choice.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "base/check.h"
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/onednn_gemm.h"
+
+namespace strata::ops {
+namespace {
+
+using Table = std::vector<MatmulChoice>;  // sorted by class
+
+std::atomic<const Table*> g_table{nullptr};
+
+// Every table ever installed, so a reader that loaded an older pointer never
+// sees it freed (tables are tiny and installed once or twice per process).
+std::mutex& tables_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::unique_ptr<Table>>& all_tables() {
+  static std::vector<std::unique_ptr<Table>> tables;
+  return tables;
+}
+
+std::mutex& shapes_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<MatmulShapeClass>& shapes() {
+  static std::set<MatmulShapeClass> s;
+  return s;
+}
+
+}  // namespace
+
+MatmulRegime matmul_regime(int64_t m) {
+  return m <= cpu::kDecodeMaxRows ? MatmulRegime::kDecode : MatmulRegime::kPrefill;
+}
+
+const char* matmul_regime_name(MatmulRegime r) {
+  return r == MatmulRegime::kDecode ? "decode" : "prefill";
+}
+
+const char* matmul_kernel_name(MatmulKernel k) {
+  switch (k) {
+    case MatmulKernel::kStatic: return "static";
+    case MatmulKernel::kOwn: return "own";
+    case MatmulKernel::kOwnExact: return "own-exact";
+    case MatmulKernel::kOnednn: return "onednn";
+  }
+  return "?";
+}
+
+bool parse_matmul_kernel(const std::string& name, MatmulKernel* out) {
+  for (MatmulKernel k : {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact,
+                         MatmulKernel::kOnednn}) {
+    if (name == matmul_kernel_name(k)) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MatmulShapeClass::operator<(const MatmulShapeClass& o) const {
+  return std::make_tuple(static_cast<int>(dtype), n, k, static_cast<int>(regime)) <
+         std::make_tuple(static_cast<int>(o.dtype), o.n, o.k, static_cast<int>(o.regime));
+}
+
+std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
+  using tensor::DType;
+  const cpu::KernelTable& t = cpu::active_kernels();
+  if (cls.regime == MatmulRegime::kDecode) {
+    if (cpu::uses_q8_activations(t, cls.dtype, 1)) {
+      return {MatmulKernel::kOwn, MatmulKernel::kOwnExact};
+    }
+    return {MatmulKernel::kOwn};
+  }
+  // Prefill: oneDNN where run_matmul would use the table's prefill GEMM.
+  const bool onednn_dtype = cls.dtype == DType::kF32 || cls.dtype == DType::kBF16 ||
+                            (cls.dtype == DType::kQ8_0 && cpu::quantized_decode_rows() ==
+                                                              cpu::kDecodeMaxRows);
+  if (onednn_dtype && t.matmul_prefill_range != nullptr && cpu::onednn_enabled()) {
+    return {MatmulKernel::kOnednn, MatmulKernel::kOwn};
+  }
+  // Low-bit quantized prefill has no own AVX-512 GEMM (only the portable
+  // exact kernel, several times slower), F16 no oneDNN one: one candidate.
+  return {tensor::is_low_bit_quant(cls.dtype) && t.matmul_prefill_range != nullptr &&
+                  cpu::onednn_enabled()
+              ? MatmulKernel::kOnednn
+              : MatmulKernel::kOwn};
+}
+
+void set_matmul_choices(const std::vector<MatmulChoice>& choices) {
+  auto table = std::make_unique<Table>();
+  for (const MatmulChoice& c : choices) {
+    if (c.kernel == MatmulKernel::kStatic) continue;
+    const std::vector<MatmulKernel> cands = matmul_candidates(c.cls);
+    STRATA_CHECK(std::find(cands.begin(), cands.end(), c.kernel) != cands.end())
+        << "kernel " << matmul_kernel_name(c.kernel) << " cannot run "
+        << tensor::dtype_name(c.cls.dtype) << " " << c.cls.n << "x" << c.cls.k << " "
+        << matmul_regime_name(c.cls.regime);
+    table->push_back(c);
+  }
+  std::sort(table->begin(), table->end(),
+            [](const MatmulChoice& a, const MatmulChoice& b) { return a.cls < b.cls; });
+  std::lock_guard<std::mutex> lock(tables_mutex());
+  const Table* published = table->empty() ? nullptr : table.get();
+  all_tables().push_back(std::move(table));
+  g_table.store(published, std::memory_order_release);
+}
+
+std::vector<MatmulChoice> matmul_choices() {
+  const Table* t = g_table.load(std::memory_order_acquire);
+  return t != nullptr ? *t : std::vector<MatmulChoice>();
+}
+
+MatmulKernel chosen_matmul_kernel(tensor::DType dtype, int64_t n, int64_t k, int64_t m) {
+  const Table* t = g_table.load(std::memory_order_acquire);
+  if (t == nullptr) return MatmulKernel::kStatic;
+  const MatmulShapeClass key{dtype, n, k, matmul_regime(m)};
+  auto it = std::lower_bound(t->begin(), t->end(), key,
+                             [](const MatmulChoice& c, const MatmulShapeClass& s) {
+                               return c.cls < s;
+                             });
+  return it != t->end() && it->cls == key ? it->kernel : MatmulKernel::kStatic;
+}
+
+std::vector<MatmulShapeClass> prepared_matmul_shapes() {
+  std::lock_guard<std::mutex> lock(shapes_mutex());
+  return {shapes().begin(), shapes().end()};
+}
+
+namespace cpu {
+
+void note_prepared_shape(tensor::DType dtype, int64_t n, int64_t k) {
+  std::lock_guard<std::mutex> lock(shapes_mutex());
+  shapes().insert({dtype, n, k, MatmulRegime::kDecode});
+}
+
+}  // namespace cpu
+}  // namespace strata::ops
