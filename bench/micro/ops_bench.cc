@@ -189,6 +189,10 @@ void BM_Onednn(benchmark::State& state) {
 // Qwen2.5-0.5B linear shapes {n, k}.
 const std::vector<std::pair<int64_t, int64_t>> kShapes = {
     {896, 896}, {128, 896}, {4864, 896}, {896, 4864}, {151936, 896}};
+// The weight llama.cpp's `test-backend-ops perf -o MUL_MAT` times (m=4096,
+// k=14336 in its naming), at m = 1 and 512 only: bench/kernels_vs_peers.sh
+// compares the three engines on it.
+constexpr std::pair<int64_t, int64_t> kPeerShape = {4096, 14336};
 
 // STRATA_BENCH_CPU_TIME=1: rates per CPU-second, for single-thread runs on a
 // machine whose other tenants preempt us (real time then overstates cost).
@@ -199,7 +203,9 @@ void time_mode(benchmark::internal::Benchmark* b) {
 void matmul_args(benchmark::internal::Benchmark* b, std::vector<DType> dtypes, bool onednn) {
   for (int64_t m : {1, 16, 512}) {
     for (DType dtype : dtypes) {
-      for (auto [n, k] : kShapes) {
+      std::vector<std::pair<int64_t, int64_t>> shapes = kShapes;
+      if (m != 16) shapes.push_back(kPeerShape);
+      for (auto [n, k] : shapes) {
         if (m == 512 && n == 151936) continue;  // prefill computes logits for the last token only
         if (!onednn) {
           b->Args({static_cast<int64_t>(dtype), m, n, k, 0});
