@@ -2,7 +2,6 @@
 // code: the timed calls go through cpu::run_matmul like ops::matmul's.
 #include "ops/kernel_calibration.h"
 
-#include <emmintrin.h>  // _mm_clflush, _mm_mfence: SSE2, baseline x86-64
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,8 +94,7 @@ class ScratchTimer {
     if (c.regime == MatmulRegime::kDecode) {
       // Out of every cache level first, so the call streams it from DRAM as
       // a decode step does (the whole model does not fit in cache).
-      for (int64_t i = 0; i < bytes; i += 64) _mm_clflush(region_.data() + i);
-      _mm_mfence();
+      cpu::evict_from_caches(region_.data(), bytes);
     }
     const Clock::time_point start = Clock::now();
     cpu::run_matmul(cpu::active_kernels(), x_.data(), m, w, nullptr, y_.data(), pool_, kernel);
@@ -108,6 +106,32 @@ class ScratchTimer {
   tensor::AlignedBuffer<uint8_t> region_;
   std::vector<float> x_, y_;
 };
+
+// seconds[c][p]: the median over `reps` rounds of candidate c at probes[p].
+// Each round calls every candidate in turn, so a slow phase of a noisy host
+// hits them alike; `warm_up` first calls each once untimed (oneDNN compiles
+// its kernel then).
+std::vector<std::vector<double>> median_seconds(const MatmulTimer& timer,
+                                                const MatmulShapeClass& cls,
+                                                const std::vector<MatmulKernel>& cands,
+                                                const std::vector<int64_t>& probes, int reps,
+                                                bool warm_up) {
+  std::vector<std::vector<double>> seconds(cands.size());
+  for (int64_t m : probes) {
+    std::vector<std::vector<double>> times(cands.size());
+    if (warm_up) {
+      for (MatmulKernel k : cands) timer(cls, k, m);
+    }
+    for (int rep = 0; rep < std::max(1, reps); ++rep) {
+      for (size_t i = 0; i < cands.size(); ++i) times[i].push_back(timer(cls, cands[i], m));
+    }
+    for (size_t i = 0; i < cands.size(); ++i) {
+      std::sort(times[i].begin(), times[i].end());
+      seconds[i].push_back(times[i][times[i].size() / 2]);
+    }
+  }
+  return seconds;
+}
 
 std::string class_key(const MatmulShapeClass& c) {
   return std::string(tensor::dtype_name(c.dtype)) + " " + std::to_string(c.n) + "x" +
@@ -322,24 +346,21 @@ CalibrationReport calibrate_matmul_kernels(const std::vector<MatmulShapeClass>& 
     }
     const std::vector<MatmulKernel> cands = matmul_candidates(cc->cls);
     const std::vector<int64_t> probes = calibration_probe_rows(cc->cls.regime);
-    // Per probe: one warm-up call per candidate (oneDNN compiles its kernel
-    // then), then `reps` rounds that call every candidate in turn, so a slow
-    // phase of a noisy host hits all candidates alike; medians compared.
-    std::vector<std::vector<double>> seconds(cands.size());
-    for (int64_t m : probes) {
-      std::vector<std::vector<double>> times(cands.size());
-      for (MatmulKernel k : cands) timer(cc->cls, k, m);
-      for (int rep = 0; rep < options.reps; ++rep) {
-        for (size_t i = 0; i < cands.size(); ++i) times[i].push_back(timer(cc->cls, cands[i], m));
-      }
-      for (size_t i = 0; i < cands.size(); ++i) {
-        std::sort(times[i].begin(), times[i].end());
-        seconds[i].push_back(times[i][times[i].size() / 2]);
-      }
-    }
+    std::vector<std::vector<double>> seconds =
+        median_seconds(timer, cc->cls, cands, probes, options.reps, /*warm_up=*/true);
     cc->others.clear();
-    for (size_t i = 0; i < cands.size(); ++i) cc->others.push_back({cands[i], rate(cc->cls, seconds[i][0])});
-    const size_t best = choose_matmul_kernel(seconds, options.margin);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      cc->others.push_back({cands[i], rate(cc->cls, seconds[i][0])});
+    }
+    size_t best = choose_matmul_kernel(seconds, options.margin);
+    if (best != 0) {
+      // A change must win a second, independent set of rounds too: one burst
+      // of noise on a shared host must not swap in a kernel.
+      const std::vector<MatmulKernel> pair = {cands[0], cands[best]};
+      const std::vector<std::vector<double>> again =
+          median_seconds(timer, cc->cls, pair, probes, options.reps, /*warm_up=*/false);
+      if (choose_matmul_kernel(again, options.margin) != 1) best = 0;
+    }
     cc->chosen = cands[best];
     cc->static_rate = rate(cc->cls, seconds[0][0]);
     cc->chosen_rate = rate(cc->cls, seconds[best][0]);

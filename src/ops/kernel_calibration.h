@@ -6,8 +6,8 @@
 //
 // Decision rule (choose_matmul_kernel): the static choice stays unless a
 // candidate's median time beats it by more than `margin` at *every* probe m
-// of the regime (decode: m = 1 and m = 16; prefill: m = 256), so noise never
-// swaps in a slower kernel. Decode is one regime for all m <= 16 (batch
+// of the regime (decode: m = 1 and m = 16; prefill: m = 256), and again in a
+// second, independent set of rounds, so noise does not swap in a slower kernel. Decode is one regime for all m <= 16 (batch
 // invariance, see matmul_choice.h).
 //
 // Timing: each probe runs one warm-up call and a few timed ones (candidates
@@ -47,7 +47,8 @@ std::vector<int64_t> calibration_probe_rows(MatmulRegime regime);
 
 // Runs one matmul of the class at m rows with `kernel` (a candidate of the
 // class) and returns its seconds scaled to the class's full n. Called for a
-// warm-up, then `reps` times per candidate, candidates interleaved.
+// warm-up, then `reps` times per candidate, candidates interleaved (and `reps`
+// more for the static kernel and a winner, to confirm a change).
 // Injectable so tests decide without timing.
 using MatmulTimer = std::function<double(const MatmulShapeClass& cls, MatmulKernel kernel,
                                          int64_t m)>;

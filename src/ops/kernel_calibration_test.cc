@@ -189,11 +189,37 @@ TEST_F(CalibrationTest, ChoosesTheFastestGivenTimings) {
       if (c.chosen != c.static_kernel) {
         EXPECT_NEAR(c.chosen_rate, c.static_rate / other, 1e-6);
       }
-      expected_calls += static_cast<int>(cands.size() *
-                                         calibration_probe_rows(c.cls.regime).size()) *
-                        (1 + o.reps);  // a warm-up, then reps rounds
+      const int probes = static_cast<int>(calibration_probe_rows(c.cls.regime).size());
+      // A warm-up, then reps rounds; a change is confirmed by reps more rounds
+      // of the static kernel and the winner.
+      expected_calls += static_cast<int>(cands.size()) * probes * (1 + o.reps);
+      if (c.chosen != c.static_kernel) expected_calls += 2 * probes * o.reps;
     }
     EXPECT_EQ(calls, expected_calls);
+  }
+}
+
+// A candidate that wins the first rounds but not the confirming ones (a burst
+// of noise) does not replace the static kernel; one that wins both does.
+TEST_F(CalibrationTest, AChangeMustWinTwice) {
+  CalibrationOptions o;
+  o.mode = CalibrationMode::kForce;
+  o.budget_seconds = 1e9;
+  const MatmulShapeClass shape{DType::kBF16, 896, 896, MatmulRegime::kDecode};
+  const MatmulShapeClass prefill{DType::kBF16, 896, 896, MatmulRegime::kPrefill};
+  if (matmul_candidates(prefill).size() < 2) GTEST_SKIP() << "one prefill candidate here";
+  for (bool repeats : {false, true}) {
+    int other_calls = 0;
+    MatmulTimer timer = [&](const MatmulShapeClass& c, MatmulKernel k, int64_t) {
+      if (k == matmul_candidates(c)[0]) return 1.0;
+      // Warm-up + reps calls in the first set; the confirming set after.
+      return ++other_calls <= 1 + o.reps || repeats ? 0.5 : 1.0;
+    };
+    CalibrationReport r = calibrate_matmul_kernels({shape}, o, timer);
+    for (const ClassCalibration& c : r.classes) {
+      if (!(c.cls == prefill)) continue;
+      EXPECT_EQ(c.chosen, repeats ? matmul_candidates(prefill)[1] : c.static_kernel) << repeats;
+    }
   }
 }
 
@@ -271,11 +297,15 @@ TEST_F(CacheTest, RoundTrip) {
   std::vector<MatmulShapeClass> more = model_shapes();
   more.push_back({DType::kBF16, 4864, 896, MatmulRegime::kDecode});
   calibrate_matmul_kernels(more, o_, timer());
-  // Decode: 2 probes per candidate; prefill: 1; each a warm-up and reps rounds.
-  const int expected = static_cast<int>(
-      (2 * matmul_candidates({DType::kBF16, 4864, 896, MatmulRegime::kDecode}).size() +
-       matmul_candidates({DType::kBF16, 4864, 896, MatmulRegime::kPrefill}).size()) *
-      (1 + o_.reps));
+  // Decode: 2 probes per candidate; prefill: 1; each a warm-up and reps
+  // rounds, and (the non-static candidates win here) reps confirming rounds
+  // of two kernels where there is a choice.
+  int expected = 0;
+  for (MatmulRegime regime : {MatmulRegime::kDecode, MatmulRegime::kPrefill}) {
+    const int cands = static_cast<int>(matmul_candidates({DType::kBF16, 4864, 896, regime}).size());
+    const int probes = static_cast<int>(calibration_probe_rows(regime).size());
+    expected += cands * probes * (1 + o_.reps) + (cands > 1 ? 2 * probes * o_.reps : 0);
+  }
   EXPECT_EQ(t_.calls, expected);
 }
 

@@ -1,4 +1,6 @@
 // The single run-time dispatch point of the ops module.
+#include <emmintrin.h>  // _mm_clflush, _mm_mfence: SSE2, part of baseline x86-64
+
 #include "base/cpu_features.h"
 #include "ops/cpu/kernels.h"
 
@@ -12,6 +14,13 @@ bool avx512_supported() {
 const KernelTable& active_kernels() {
   static const KernelTable* table = avx512_supported() ? avx512_kernels() : &generic_kernels();
   return *table;
+}
+
+void evict_from_caches(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t i = 0; i < bytes; i += 64) _mm_clflush(c + i);
+  if (bytes > 0) _mm_clflush(c + bytes - 1);  // the last line when p is not line-aligned
+  _mm_mfence();
 }
 
 }  // namespace strata::ops::cpu

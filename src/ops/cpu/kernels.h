@@ -168,6 +168,11 @@ bool avx512_supported();
 // The dispatch point: the table every public op uses (chosen once).
 const KernelTable& active_kernels();
 
+// Writes back and evicts [p, p + bytes) from every cache level (clflush, then
+// a fence), so the next read streams it from DRAM (kernel calibration's
+// decode probes). Baseline x86-64.
+void evict_from_caches(const void* p, int64_t bytes);
+
 }  // namespace strata::ops::cpu
 
 namespace strata::ops::cpu {
