@@ -28,6 +28,7 @@
 #include "server/kv_events_config.h"
 #include "server/kv_transfer_config.h"
 #include "server/model_assets.h"
+#include "server/speculative_config.h"
 #include "tensor/kv_cache_dtype.h"
 
 namespace strata::app {
@@ -53,6 +54,7 @@ struct ServeFlags {
   std::string cpu_kv_budget = "1GiB";
   std::string kv_transfer_config;
   std::string kv_events_config;
+  std::string speculative_config;
   double kv_offloading_size_gib = 0;
   std::string kv_offloading_backend = "native";
   int64_t seed = 0;
@@ -81,7 +83,6 @@ const char* const kIgnoredValueFlags[] = {"swap-space",
                                           "chat-template-content-format",
                                           "override-generation-config",
                                           "prefix-caching-hash-algo",
-                                          "speculative-config",
                                           "quantization",
                                           "distributed-executor-backend",
                                           "long-prefill-token-threshold",
@@ -148,6 +149,10 @@ void register_flags(FlagSet& flags, ServeFlags& f) {
   flags.add_string("kv-offloading-backend", &f.kv_offloading_backend,
                    "with --kv-offloading-size: native (the only backend)");
   flags.add_string("kv-events-config", &f.kv_events_config, "vLLM KV events config (JSON)");
+  flags.add_string("speculative-config", &f.speculative_config,
+                   "speculative decoding, vLLM's JSON: {\"method\": \"ngram\", "
+                   "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4, "
+                   "\"prompt_lookup_min\": 2}");
   flags.add_int("seed", &f.seed, "seed for requests that give none");
   flags.add_string("api-key", &f.api_key, "require this key on /v1/* (also VLLM_API_KEY)");
   flags.add_string("chat-template", &f.chat_template, "chat template file (or inline text)");
@@ -377,6 +382,9 @@ StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, const model::M
   }
   STRATA_ASSIGN_OR_RETURN(c.offload, offload_config(f));
   STRATA_ASSIGN_OR_RETURN(c.kv_events, kv_event_publisher(f));
+  if (!f.speculative_config.empty()) {
+    STRATA_ASSIGN_OR_RETURN(c.speculative, server::parse_speculative_config(f.speculative_config));
+  }
   return c;
 }
 
@@ -432,6 +440,9 @@ Status check_flags(const ServeFlags& f) {
   if (f.port < 0 || f.port > 65535) return invalid_argument("--port must be in [0, 65535]");
   if (auto mode = ops::parse_calibration_mode(f.kernel_calibration); !mode.ok()) {
     return mode.status();
+  }
+  if (!f.speculative_config.empty()) {  // before the model loads: a typo fails at once
+    STRATA_RETURN_IF_ERROR(server::parse_speculative_config(f.speculative_config).status());
   }
   return Status();
 }

@@ -286,7 +286,7 @@ std::vector<RequestOutput> EngineCore::step() {
     t = Clock::now();
   }
   scheduler::SchedulerOutput plan = scheduler_.schedule();
-  for (kv::RequestKey key : plan.finished_request_keys) runner_.remove_request(key);
+  for (kv::RequestKey key : plan.finished_request_keys) forget_request(key);
   step_times_.schedule_s += seconds_since(t);
   if (plan.scheduled.empty()) {
     scheduler_.release_finished();
@@ -327,8 +327,16 @@ std::vector<RequestOutput> EngineCore::step() {
   }
   std::vector<scheduler::RequestUpdate> updates = scheduler_.update_from_output(plan, ids);
   size_t next = 0;
+  const bool speculates =
+      config_.speculative.enabled() &&
+      (config_.speculative.disable_by_batch_size <= 0 ||
+       scheduler_.num_running() <= config_.speculative.disable_by_batch_size);
   for (const scheduler::RequestUpdate& u : updates) {
     while (plan.scheduled[next].request != u.request) ++next;
+    if (plan.scheduled[next].num_draft_tokens() > 0) {
+      record_verify(plan.scheduled[next], step.tokens[next].size());
+    }
+    if (speculates && !u.finished) propose_drafts(*u.request);
     RequestOutput out = output_for(*u.request);
     // The scheduler keeps a prefix of the list (tokens after a stop are dropped).
     std::vector<runner::SampledToken>& tokens = step.tokens[next];
@@ -340,7 +348,7 @@ std::vector<RequestOutput> EngineCore::step() {
       out.prompt_logprobs = std::move(p->second);
       pending_prompt_logprobs_.erase(p);
     }
-    if (u.finished) runner_.remove_request(u.request->key());
+    if (u.finished) forget_request(u.request->key());
     outputs.push_back(std::move(out));
   }
   scheduler_.release_finished();
@@ -348,6 +356,38 @@ std::vector<RequestOutput> EngineCore::step() {
   time_outputs(outputs);
   step_times_.update_s += seconds_since(t);
   return outputs;
+}
+
+void EngineCore::forget_request(kv::RequestKey key) {
+  runner_.remove_request(key);
+  drafters_.erase(key);
+}
+
+void EngineCore::record_verify(const scheduler::ScheduledRequest& s, size_t num_sampled) {
+  const int64_t k = s.num_draft_tokens();
+  const int64_t accepted = static_cast<int64_t>(num_sampled) - 1;
+  ++spec_stats_.num_drafts;
+  spec_stats_.num_draft_tokens += k;
+  spec_stats_.num_accepted_tokens += accepted;
+  std::vector<int64_t>& per_pos = spec_stats_.num_accepted_tokens_per_pos;
+  if (per_pos.size() < static_cast<size_t>(k)) per_pos.resize(static_cast<size_t>(k), 0);
+  for (int64_t i = 0; i < accepted; ++i) ++per_pos[static_cast<size_t>(i)];
+  auto it = drafters_.find(s.request->key());
+  if (it != drafters_.end()) it->second.on_verified(k, accepted);
+}
+
+void EngineCore::propose_drafts(const scheduler::Request& r) {
+  // k drafts can add k + 1 tokens: leave room for the last one.
+  const int64_t room = std::min(config_.scheduler.max_model_len - r.num_tokens(),
+                                r.stop().max_tokens - r.num_output_tokens()) -
+                       1;
+  if (room <= 0) return;
+  auto it = drafters_.find(r.key());
+  if (it == drafters_.end()) {
+    it = drafters_.emplace(r.key(), spec_decode::DraftController(config_.speculative)).first;
+  }
+  std::vector<int32_t> drafts = it->second.propose(r.all_token_ids(), room);
+  if (!drafts.empty()) scheduler_.set_draft_token_ids(r.request_id(), std::move(drafts));
 }
 
 void EngineCore::record_step(int64_t num_tokens) {
@@ -416,6 +456,10 @@ EngineStats EngineCore::stats() const {
     s.offload_enabled = true;
     s.offload = connector_->stats();
   }
+  s.spec_decode_enabled = config_.speculative.enabled();
+  s.spec_decode = spec_stats_;
+  s.spec_decode.num_accepted_tokens_per_pos.resize(
+      static_cast<size_t>(std::max<int64_t>(config_.speculative.num_speculative_tokens, 0)), 0);
   return s;
 }
 

@@ -6,6 +6,12 @@
 //                  the scheduler appends tokens and finishes requests
 //   abort_request() frees the request's KV blocks at once
 //
+// With speculative decoding (EngineConfig::speculative), after a step's
+// tokens are appended each request still decoding gets the drafts its
+// DraftController proposes (n-gram lookup over its prompt + output); the
+// scheduler puts them in the request's next step, the runner verifies them
+// in that one forward pass, and only accepted tokens become the request's.
+//
 // KV pool size: kv_cache_memory_bytes / bytes per block (all layers, K+V).
 // Prefix-cache keys chain from a root hash over the model fingerprint, the KV
 // dtype and the request's cache_salt (kv/block_hash.h).
@@ -33,6 +39,8 @@
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
 #include "scheduler/scheduler.h"
+#include "spec_decode/draft_controller.h"
+#include "spec_decode/speculative_config.h"
 
 namespace strata::engine {
 
@@ -50,6 +58,8 @@ struct EngineConfig {
   // KV events for routers (--kv-events-config); null or disabled = none. The
   // engine thread publishes one batch per step that changed the caches.
   std::shared_ptr<events::KvEventPublisher> kv_events;
+  // Speculative decoding (--speculative-config); off unless a method is set.
+  spec_decode::SpeculativeConfig speculative;
 };
 
 // Tokens per engine step, as vLLM's vllm:iteration_tokens_total buckets.
@@ -65,6 +75,16 @@ struct StepTimes {
   double forward_s = 0;      // model forward pass and sampling (runner)
   double update_s = 0;       // appending tokens, finishing requests, outputs, KV events
   double kv_transfer_s = 0;  // polling and submitting tier copies
+};
+
+// Speculative decoding's counters (vllm:spec_decode_*), over verify steps:
+// a "draft" is one request's proposal verified in one step.
+struct SpecDecodeStats {
+  int64_t num_drafts = 0;
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
+  // [num_speculative_tokens]: drafts whose token at position i was accepted.
+  std::vector<int64_t> num_accepted_tokens_per_pos;
 };
 
 struct EngineStats {
@@ -92,6 +112,8 @@ struct EngineStats {
   std::vector<int64_t> iteration_tokens_counts;
   int64_t iteration_tokens_sum = 0;
   StepTimes step_times;
+  bool spec_decode_enabled = false;
+  SpecDecodeStats spec_decode;
 };
 
 class EngineCore {
@@ -153,6 +175,11 @@ class EngineCore {
   // connector's KV transfer params.
   RequestOutput output_for(const scheduler::Request& r) const;
   void record_step(int64_t num_tokens);
+  // Counts entry i's verified drafts and feeds its controller.
+  void record_verify(const scheduler::ScheduledRequest& s, size_t num_sampled);
+  // Drafts for r's next step (n-gram lookup over its tokens, per its controller).
+  void propose_drafts(const scheduler::Request& r);
+  void forget_request(kv::RequestKey key);
   void time_outputs(std::vector<RequestOutput>& outputs);
 
   // Per request: when it arrived, was first scheduled and produced its first
@@ -166,6 +193,9 @@ class EngineCore {
   std::vector<int64_t> iteration_tokens_counts_;
   int64_t iteration_tokens_sum_ = 0;
   StepTimes step_times_;
+  // Per running request with speculation on: its draft policy.
+  std::unordered_map<kv::RequestKey, spec_decode::DraftController> drafters_;
+  SpecDecodeStats spec_stats_;
   // Declared last: destroyed first, while the block accounting (kv_) it
   // references still exists; the KV memory it copies is held by handle.
   std::unique_ptr<offload::OffloadingConnector> connector_;

@@ -255,6 +255,46 @@ TEST_F(TieredKvTest, PreemptedRequestsResumeFromTiers) {
   EXPECT_GT(st.prompt_tokens_external + tier(st, "cpu").hit_tokens, 0);
 }
 
+// Speculative decoding with the tiers (vLLM #52735): blocks written while
+// drafts are verified reach the tiers only with accepted tokens' KV, under
+// keys of accepted tokens, and are served back with speculation on.
+TEST_F(TieredKvTest, SpeculationStoresOnlyAcceptedTokensAndIsServedFromTiers) {
+  auto speculative = [](EngineConfig c) {
+    c.speculative = {.method = spec_decode::SpeculativeMethod::kNgram,
+                     .num_speculative_tokens = 4,
+                     .prompt_lookup_max = 3,
+                     .prompt_lookup_min = 1};
+    return c;
+  };
+  // A prompt quoting the model's own continuation of `seed`, then `seed`
+  // again: the output repeats the quote (accepted drafts), then goes on.
+  const std::vector<int32_t> seed = random_prompt(12, 21);
+  const std::vector<int32_t> quote = recomputed(greedy("seed", seed, 24));
+  std::vector<int32_t> prompt = random_prompt(30, 22);
+  for (const auto* part : {&seed, &quote, &seed, &quote, &seed}) prompt.insert(prompt.end(), part->begin(), part->end());
+  EngineRequest r = greedy("quote", prompt, 60);
+  const std::vector<int32_t> expected = recomputed(r);
+  Session s(*model_, speculative(config(/*num_blocks=*/96, /*host_chunks=*/512, /*with_fs=*/true)));
+  EXPECT_EQ(s.run_one(r), expected);
+  const EngineStats first = s.core->stats();
+  EXPECT_GT(first.spec_decode.num_accepted_tokens, 0);
+  EXPECT_GT(first.spec_decode.num_draft_tokens, first.spec_decode.num_accepted_tokens);
+  // The whole sequence (prompt + output) again, from the tiers only: every
+  // full block of it, output blocks included, is served, and the KV they
+  // hold is that of the accepted tokens (the continuation equals recompute).
+  ASSERT_TRUE(s.core->reset_prefix_cache());
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), expected.begin(), expected.end());
+  EngineRequest again = greedy("again", all, 16);
+  const std::vector<int32_t> expected_again = recomputed(again);
+  EXPECT_EQ(s.run_one(again), expected_again);
+  const EngineStats st = s.core->stats();
+  const int64_t full_blocks_before_last = (static_cast<int64_t>(all.size()) - 1) / 4 * 4;
+  EXPECT_EQ(st.prompt_tokens_external, full_blocks_before_last);
+  EXPECT_EQ(tier(st, "fs").hit_tokens, full_blocks_before_last);
+  EXPECT_GT(st.spec_decode.num_drafts, first.spec_decode.num_drafts);
+}
+
 TEST_F(TieredKvTest, ArcPolicyKeepsOutputsEqual) {
   EngineRequest r = greedy("long", random_prompt(120, 6), 10);
   const std::vector<int32_t> expected = recomputed(r);

@@ -116,13 +116,16 @@ void ModelRunner::sample_verified(const scheduler::ScheduledRequest& s, RequestS
     sample_row(s, state, logits, generated, out.emplace_back());
     return;
   }
-  // Greedy verification: row j's token must equal draft j to go on; the
-  // first mismatch is the correction, and after k matches row k gives the
-  // bonus token. Every row is sampled with the tokens before it as context.
-  STRATA_CHECK(state.sampler.params().temperature == 0.0)
-      << "request " << s.request->request_id() << " has " << s.num_draft_tokens()
-      << " draft tokens but temperature " << state.sampler.params().temperature
-      << "; only greedy requests can verify drafts so far";
+  // Verification by sampling: row j's token is drawn exactly as a plain
+  // decode step would draw it (same processing, same RNG draw, the accepted
+  // tokens as context); draft j is accepted iff the two agree, and the first
+  // disagreement is the correction token (after k agreements row k gives the
+  // bonus token). For a point-mass draft this *is* rejection sampling: draft
+  // d is accepted with probability p(d), and a rejected position's token is
+  // distributed as p restricted to tokens != d, renormalised, which is
+  // normalize(max(p - q, 0)) for q = the point mass on d. So the target
+  // distribution is preserved exactly, greedy (p = argmax) included, and a
+  // seeded request gives the same tokens with or without drafts.
   const int64_t vocab = model_.vocab_size();
   std::vector<int32_t> context(generated.begin(), generated.end());
   for (int64_t j = 0; j <= s.num_draft_tokens(); ++j) {

@@ -4,8 +4,9 @@
 // reaches the end of its sequence: one token, or, when the step verifies
 // draft tokens (ScheduledRequest::draft_token_ids), a logits row at the last
 // own position and at every draft position, and the accepted drafts plus one
-// token (greedy: a draft is accepted while it equals the argmax; random
-// sampling cannot verify drafts yet and is an invariant failure).
+// token: a draft is accepted while it equals the token sampled at its
+// position (greedy: the argmax), which for a point-mass draft is rejection
+// sampling that keeps the target distribution (sample_verified).
 //
 // Runs on a backend, over the KV pool's memory (a KvMemoryHandle shared with
 // the engine core, which allocates it next to the KV accounting, and with the

@@ -66,6 +66,32 @@ void ApiServer::run() {
   http_->run();
 }
 
+// vLLM's "SpecDecoding metrics" line, over the interval since the last one.
+void ApiServer::log_spec_decode(const engine::SpecDecodeStats& now,
+                                const engine::SpecDecodeStats& last) {
+  const int64_t drafts = now.num_drafts - last.num_drafts;
+  if (drafts <= 0) return;
+  const int64_t draft_tokens = now.num_draft_tokens - last.num_draft_tokens;
+  const int64_t accepted = now.num_accepted_tokens - last.num_accepted_tokens;
+  std::string per_pos;
+  for (size_t i = 0; i < now.num_accepted_tokens_per_pos.size(); ++i) {
+    const int64_t before =
+        i < last.num_accepted_tokens_per_pos.size() ? last.num_accepted_tokens_per_pos[i] : 0;
+    char rate[16];
+    std::snprintf(rate, sizeof(rate), "%.3f",
+                  static_cast<double>(now.num_accepted_tokens_per_pos[i] - before) / drafts);
+    per_pos += (per_pos.empty() ? "" : ", ") + std::string(rate);
+  }
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted: %lld tokens, "
+                "Drafted: %lld tokens, Draft acceptance rate: %.1f%%, ",
+                1.0 + static_cast<double>(accepted) / drafts, static_cast<long long>(accepted),
+                static_cast<long long>(draft_tokens),
+                draft_tokens > 0 ? 100.0 * accepted / draft_tokens : 0.0);
+  STRATA_LOG(kInfo) << line << "Per-position acceptance rate: " << per_pos;
+}
+
 // The line operators grep in vLLM logs, printed only while there is work.
 void ApiServer::log_stats(engine::EngineStats last, int64_t last_ms) {
   engine::EngineStats s = ctx_.engine->stats();
@@ -87,6 +113,7 @@ void ApiServer::log_stats(engine::EngineStats last, int64_t last_ms) {
                   static_cast<long long>(s.num_running), static_cast<long long>(s.num_waiting),
                   100.0 * s.kv_cache_usage, queries > 0 ? 100.0 * hits / queries : 0.0);
     STRATA_LOG(kInfo) << line;
+    log_spec_decode(s.spec_decode, last.spec_decode);
   }
   http_->post_after(ctx_.config.log_stats_interval_s * 1000, [this, s, t] { log_stats(s, t); });
 }

@@ -49,6 +49,7 @@ class ApiServer {
   void begin_shutdown(int signal);
   void poll_shutdown(int64_t deadline_ms);
   void log_stats(engine::EngineStats last, int64_t last_ms);
+  static void log_spec_decode(const engine::SpecDecodeStats& now, const engine::SpecDecodeStats& last);
 
   ServerContext ctx_;
   std::unique_ptr<HttpServer> http_;

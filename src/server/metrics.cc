@@ -296,6 +296,25 @@ void Metrics::render_offload(std::string* out, const engine::EngineStats& s) con
   }
 }
 
+void Metrics::render_spec_decode(std::string* out, const engine::EngineStats& s) const {
+  if (!s.spec_decode_enabled) return;  // vLLM registers them only with speculation on
+  const engine::SpecDecodeStats& d = s.spec_decode;
+  auto counter = [&](const std::string& name, const char* help, int64_t v) {
+    header(out, name + "_total", "counter", help);
+    out->append(name + "_total" + labels() + " " + num(static_cast<double>(v)) + "\n");
+  };
+  counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", d.num_drafts);
+  counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", d.num_draft_tokens);
+  counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+          d.num_accepted_tokens);
+  const std::string name = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
+  header(out, name, "counter", "Accepted tokens per draft position.");
+  for (size_t i = 0; i < d.num_accepted_tokens_per_pos.size(); ++i) {
+    out->append(name + labels("position=\"" + std::to_string(i) + "\"") + " " +
+                num(static_cast<double>(d.num_accepted_tokens_per_pos[i])) + "\n");
+  }
+}
+
 std::string Metrics::render(const engine::EngineStats& s) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
@@ -331,6 +350,7 @@ std::string Metrics::render(const engine::EngineStats& s) const {
                num(static_cast<double>(n)) + "\n");
   }
   render_offload(&out, s);
+  render_spec_decode(&out, s);
   header(&out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
   out.append("vllm:cache_config_info{block_size=\"" + std::to_string(cache_.block_size) +
              "\",cache_dtype=\"" + cache_.cache_dtype + "\",enable_prefix_caching=\"" +

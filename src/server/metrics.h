@@ -25,6 +25,9 @@
 //              vllm:e2e_request_latency_seconds, vllm:request_prompt_tokens,
 //              vllm:request_generation_tokens, vllm:request_{queue,prefill,decode,
 //              inference}_time_seconds, vllm:iteration_tokens_total (vLLM's buckets)
+//   spec decode (only with --speculative-config) vllm:spec_decode_num_drafts_total,
+//              vllm:spec_decode_num_draft_tokens_total, vllm:spec_decode_num_accepted_tokens_total,
+//              vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0".."k-1"}
 //   engine     strata:engine_step_seconds_total{phase="schedule"|"forward"|"update"|
 //              "kv_transfer"}: where the engine thread's time goes
 //
@@ -92,6 +95,7 @@ class Metrics {
  private:
   std::string labels(const std::string& extra = "") const;
   void render_offload(std::string* out, const engine::EngineStats& s) const;
+  void render_spec_decode(std::string* out, const engine::EngineStats& s) const;
   // One histogram's _bucket/_count/_sum lines, with `label` (e.g. tier="fs") on each.
   void render_histogram_series(std::string* out, const std::string& name, const Histogram& h,
                                const std::string& label) const;

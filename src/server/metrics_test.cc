@@ -97,3 +97,31 @@ TEST(Metrics, OneTwoFiveBuckets) {
 
 }  // namespace
 }  // namespace strata::server
+
+namespace strata::server {
+namespace {
+
+TEST(Metrics, SpecDecodeCountersOnlyWithSpeculation) {
+  Metrics m("my-model", 100, CacheConfigInfo{16, 64, true, 0.9});
+  engine::EngineStats s;
+  EXPECT_EQ(m.render(s).find("vllm:spec_decode"), std::string::npos);
+  s.spec_decode_enabled = true;
+  s.spec_decode = {.num_drafts = 7,
+                   .num_draft_tokens = 20,
+                   .num_accepted_tokens = 11,
+                   .num_accepted_tokens_per_pos = {6, 4, 1}};
+  const std::string text = m.render(s);
+  const std::string l = "{model_name=\"my-model\",engine=\"0\"";
+  EXPECT_NE(text.find("# TYPE vllm:spec_decode_num_drafts_total counter"), std::string::npos);
+  EXPECT_NE(text.find("vllm:spec_decode_num_drafts_total" + l + "} 7"), std::string::npos);
+  EXPECT_NE(text.find("vllm:spec_decode_num_draft_tokens_total" + l + "} 20"), std::string::npos);
+  EXPECT_NE(text.find("vllm:spec_decode_num_accepted_tokens_total" + l + "} 11"), std::string::npos);
+  for (const char* series : {",position=\"0\"} 6", ",position=\"1\"} 4", ",position=\"2\"} 1"}) {
+    EXPECT_NE(text.find("vllm:spec_decode_num_accepted_tokens_per_pos_total" + l + series),
+              std::string::npos)
+        << series;
+  }
+}
+
+}  // namespace
+}  // namespace strata::server

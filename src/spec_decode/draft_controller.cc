@@ -1,0 +1,47 @@
+#include "spec_decode/draft_controller.h"
+
+#include <algorithm>
+
+#include "spec_decode/ngram_proposer.h"
+
+namespace strata::spec_decode {
+namespace {
+
+// Positions the n-gram search looks back over: bounded so a long context
+// never makes proposing cost more than a small fraction of a decode step.
+constexpr int64_t kSearchWindow = 8192;
+
+}  // namespace
+
+DraftController::DraftController(const SpeculativeConfig& config)
+    : config_(config), draft_len_(config.num_speculative_tokens) {}
+
+std::vector<int32_t> DraftController::propose(std::span<const int32_t> tokens,
+                                              int64_t max_drafts) {
+  if (cooldown_ > 0) {
+    --cooldown_;
+    return {};
+  }
+  const int64_t k = std::min(draft_len_, max_drafts);
+  if (k <= 0 || config_.method != SpeculativeMethod::kNgram) return {};
+  return propose_ngram(tokens, {.min_n = config_.prompt_lookup_min,
+                                .max_n = config_.prompt_lookup_max,
+                                .k = k,
+                                .max_window = kSearchWindow});
+}
+
+void DraftController::on_verified(int64_t num_drafts, int64_t num_accepted) {
+  if (num_drafts <= 0) return;
+  if (num_accepted == 0) {
+    misses_ = std::min<int64_t>(misses_ + 1, 6);
+    cooldown_ = std::min<int64_t>((int64_t{1} << misses_) - 1, kMaxCooldownSteps);
+    draft_len_ = 1;
+    return;
+  }
+  misses_ = 0;
+  draft_len_ = num_accepted == num_drafts
+                   ? std::min(draft_len_ + 1, config_.num_speculative_tokens)
+                   : std::min(num_accepted + 1, config_.num_speculative_tokens);
+}
+
+}  // namespace strata::spec_decode

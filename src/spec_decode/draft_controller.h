@@ -1,0 +1,46 @@
+// Per-request speculation policy on top of a proposer: how many drafts to
+// propose this step, learned from how many were accepted before, so that
+// text the proposer cannot predict costs (almost) nothing.
+//
+//   propose(tokens)   drafts for the request's next step (maybe none)
+//   on_verified(k, a) a verify step checked k drafts and accepted a
+//
+// Policy: the draft length follows acceptance (after a partial accept of a
+// drafts the next proposal has a + 1; a full accept grows it by one, up to
+// num_speculative_tokens). A verify step that accepts nothing starts a
+// cool-down: no proposals for 2^misses - 1 steps (misses = consecutive
+// fruitless verifies, capped so the pause is at most kMaxCooldownSteps);
+// any accepted draft clears it. A step without a proposal costs no compute.
+// Not thread-safe: the engine thread owns one per request.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "spec_decode/speculative_config.h"
+
+namespace strata::spec_decode {
+
+class DraftController {
+ public:
+  static constexpr int64_t kMaxCooldownSteps = 63;
+
+  explicit DraftController(const SpeculativeConfig& config);
+
+  // Drafts to verify after `tokens` (prompt + output so far); at most
+  // `max_drafts` (what max_tokens / max_model_len leave room for).
+  std::vector<int32_t> propose(std::span<const int32_t> tokens, int64_t max_drafts);
+  void on_verified(int64_t num_drafts, int64_t num_accepted);
+
+  int64_t draft_len() const { return draft_len_; }
+  int64_t cooldown_steps() const { return cooldown_; }
+
+ private:
+  SpeculativeConfig config_;
+  int64_t draft_len_;
+  int64_t misses_ = 0;
+  int64_t cooldown_ = 0;
+};
+
+}  // namespace strata::spec_decode
