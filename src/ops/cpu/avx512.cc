@@ -77,7 +77,14 @@ struct LoadQ8 {
 
 // Decode streams each weight row once: short per-row streams that the
 // hardware prefetcher does not pick up in time, so while a tile is computed
-// we prefetch the same offsets of the next NR rows (the next tile).
+// each row's stream is prefetched prefetch_ahead() bytes ahead: the same
+// offsets of the next NR rows (the next tile) for short rows, a bounded
+// distance within the row for long ones (a whole row ahead of a 28 KiB row
+// would keep the next row's lines in L1 for a full row's time, evicting x).
+constexpr int64_t kMaxPrefetchAheadBytes = 4096;
+constexpr int64_t prefetch_ahead(int nr, int64_t row_bytes) {
+  return nr * row_bytes < kMaxPrefetchAheadBytes ? nr * row_bytes : kMaxPrefetchAheadBytes;
+}
 template <class L, int MR, int NR>
 void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   constexpr int kSub = L::kStep / 16;
@@ -85,12 +92,13 @@ void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   zero_tile(acc);
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const float* x0 = a.x + i0 * a.k;
+  const int64_t ahead = prefetch_ahead(NR, row_bytes);
   for (int64_t kk = 0; kk < a.k; kk += L::kStep) {
     __mmask16 m = tail_mask16(a.k - kk);  // Q8_0: k % 32 == 0, always full
     __m512 wv[NR][kSub];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      _mm_prefetch(w0 + (NR + r) * row_bytes + L::byte_offset(kk), _MM_HINT_T0);
+      _mm_prefetch(w0 + r * row_bytes + ahead + L::byte_offset(kk), _MM_HINT_T0);
       L::load(w0 + r * row_bytes, kk, m, wv[r]);
     }
 #pragma GCC unroll 16
@@ -196,7 +204,7 @@ STRATA_INLINE void q8q8_step(const MatmulArgs& a, const char* w0, int64_t row_by
   __m512 dw[NR];
 #pragma GCC unroll 16
   for (int r = 0; r < NR; ++r) {
-    const char* next = w0 + (NR + r) * row_bytes + b * 34;
+    const char* next = w0 + r * row_bytes + prefetch_ahead(NR, row_bytes) + b * 34;
     _mm_prefetch(next, _MM_HINT_T0);
     if constexpr (kTwo) _mm_prefetch(next + 34, _MM_HINT_T0);
     const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w0 + r * row_bytes) + b;
@@ -281,12 +289,14 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
   zero_tile(acc);
   const uint16_t* x0 = b.x + i0 * b.x_stride;
   const uint16_t* w0 = b.w + jr * b.w_stride;
+  // In elements; rows of one block are contiguous when w_stride == kc.
+  const int64_t ahead = prefetch_ahead(NR, b.w_stride * 2) / 2;
   for (int64_t kk = 0; kk < b.kc; kk += 32) {
     __mmask32 m = tail_mask32(b.kc - kk);
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w0 + (NR + r) * b.w_stride + kk), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w0 + r * b.w_stride + ahead + kk), _MM_HINT_T0);
       wv[r] = _mm512_maskz_loadu_epi16(m, w0 + r * b.w_stride + kk);
     }
 #pragma GCC unroll 16
