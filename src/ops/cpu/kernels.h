@@ -180,6 +180,10 @@ void run_rope(const KernelTable& t, float* x, const int32_t* positions, int64_t 
 void run_attention(const KernelTable& t, const float* q, const float* k, const float* v,
                    const AttentionShape& shape, float* out, ThreadPool& pool);
 void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, ThreadPool& pool);
+void run_grouped_matmul(const KernelTable& t, const GroupedMatmul* mm, int64_t count,
+                        ThreadPool& pool);
+void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* mm, int64_t count,
+                                    float* out, ThreadPool& pool);
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)
