@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "commands.h"
 #include "flags.h"
+#include "model/layers/expert_load.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
 #include "ops/ops.h"
@@ -119,6 +120,11 @@ int run_bench(const model::Model& model, const GenerateFlags& f, tensor::KvCache
                 static_cast<long long>(f.bench_gen_tokens), depth.c_str(), r.decode_tokens_per_s,
                 r.decode_tokens_per_s * model.decode_weight_bytes() / 1e9);
     std::fflush(stdout);
+    if (rep + 1 == f.bench_repetitions && !r.expert_load.empty()) {
+      std::fprintf(stderr, "expert load over the tg%lld decode steps (routed rows per expert):\n%s",
+                   static_cast<long long>(f.bench_gen_tokens),
+                   model::format_balance(r.expert_load).c_str());
+    }
   }
   return 0;
 }

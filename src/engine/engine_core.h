@@ -27,6 +27,7 @@
 #include "engine/types.h"
 #include "events/kv_event_publisher.h"
 #include "kv/kv_cache_manager.h"
+#include "model/layers/expert_load.h"
 #include "model/model.h"
 #include "offload/transfer/offload_config.h"
 #include "offload/transfer/offloading_connector.h"
@@ -92,6 +93,8 @@ struct EngineStats {
   std::vector<int64_t> iteration_tokens_counts;
   int64_t iteration_tokens_sum = 0;
   StepTimes step_times;
+  // Tokens routed to each expert of each MoE layer (empty for dense models).
+  model::ExpertLoad expert_load;
 };
 
 class EngineCore {
