@@ -312,6 +312,66 @@ BENCHMARK(BM_PagedAttention)
     ->Apply(time_mode)
     ->Unit(benchmark::kMillisecond);
 
+// ---- mixture-of-experts decode ----
+
+// One decode token through top_k experts of qwen3-moe-bench's shape (hidden
+// 1024, expert width 512): gate/up, silu * up, down, weighted add into the
+// output. args: dtype, grouped. grouped 0: one ops::matmul per expert and
+// projection (2 * top_k dispatches); 1: ops::grouped_matmul then
+// grouped_matmul_scatter_add (2 dispatches), as MoeLayer decodes.
+void BM_MoeDecode(benchmark::State& state) {
+  auto dtype = static_cast<DType>(state.range(0));
+  const bool grouped = state.range(1) != 0;
+  constexpr int64_t kHidden = 1024, kInter = 512, kTopK = 4;
+  auto gate_up = make_weights(dtype, 2 * kInter, kHidden, true);
+  auto down = make_weights(dtype, kHidden, kInter, true);
+  std::vector<float> x = make_x(1, kHidden), out(kHidden);
+  std::vector<float> gu(kTopK * 2 * kInter), act(kTopK * kInter), y(kTopK * kHidden);
+  std::vector<WeightedRow> rows(kTopK);
+  for (int64_t e = 0; e < kTopK; ++e) rows[e] = {0, 0.25f};
+  ThreadPool& pool = ThreadPool::global();
+  size_t cg = 0, cd = 0;
+  std::vector<GroupedMatmul> mm(kTopK);
+  for (auto _ : state) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    if (grouped) {
+      for (int64_t e = 0; e < kTopK; ++e) {
+        mm[e] = {x.data(), 1, &gate_up->prepared[(cg + e) % gate_up->prepared.size()],
+                 gu.data() + e * 2 * kInter, &rows[e]};
+      }
+      grouped_matmul(mm.data(), kTopK, pool);
+      for (int64_t e = 0; e < kTopK; ++e) {
+        silu_mul(mm[e].y, mm[e].y + kInter, kInter, act.data() + e * kInter);
+        mm[e].x = act.data() + e * kInter;
+        mm[e].w = &down->prepared[(cd + e) % down->prepared.size()];
+        mm[e].y = y.data() + e * kHidden;
+      }
+      grouped_matmul_scatter_add(mm.data(), kTopK, out.data(), pool);
+    } else {
+      for (int64_t e = 0; e < kTopK; ++e) {
+        matmul(x.data(), 1, gate_up->prepared[(cg + e) % gate_up->prepared.size()], nullptr,
+               gu.data(), pool);
+        silu_mul(gu.data(), gu.data() + kInter, kInter, act.data());
+        matmul(act.data(), 1, down->prepared[(cd + e) % down->prepared.size()], nullptr, y.data(),
+               pool);
+        weighted_scatter_add(y.data(), 1, kHidden, &rows[e], out.data());
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+    cg = (cg + kTopK) % gate_up->prepared.size();
+    cd = (cd + kTopK) % down->prepared.size();
+  }
+  const int64_t bytes = kTopK * (gate_up->bytes + down->bytes);  // bytes are per copy
+  state.counters["weight_bytes/s"] = benchmark::Counter(
+      double(state.iterations()) * double(bytes), benchmark::Counter::kIsRate);
+  state.SetLabel(grouped ? "grouped" : "per-expert");
+}
+BENCHMARK(BM_MoeDecode)
+    ->Apply(time_mode)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kBF16), static_cast<int64_t>(DType::kQ8_0)},
+                   {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
 // ---- limits ----
 
 constexpr int64_t kStreamBytes = 1ll << 30;

@@ -6,6 +6,7 @@
 // 16-row grain, so each output is computed with the same instructions in the
 // same order as by matmul().
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -208,6 +209,28 @@ void scatter_add_columns(const float* y, int64_t m, int64_t n, const WeightedRow
   }
 }
 
+// Units claimed at a time: 4 x 16 weight rows (gate/up pass), 2 x 16 output
+// columns of every matmul (down pass): ~128 KiB of bf16 weights per claim.
+constexpr int64_t kRowUnitsPerClaim = 4;
+constexpr int64_t kColumnUnitsPerClaim = 2;
+
+// One pool dispatch whose threads claim `per_claim` units of [0, num_units)
+// at a time from a shared counter until none are left, calling fn(begin,
+// end). Small claims keep the threads balanced when one is descheduled (the
+// pool's own chunks are an eighth of the job each); a thread that never
+// starts claims nothing.
+template <typename Fn>
+void claim_units(ThreadPool& pool, int64_t num_units, int64_t per_claim, const Fn& fn) {
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(pool.num_threads(), [&](int64_t, int64_t, int) {
+    while (true) {
+      const int64_t b = next.fetch_add(per_claim, std::memory_order_relaxed);
+      if (b >= num_units) return;
+      fn(b, std::min(num_units, b + per_claim));
+    }
+  });
+}
+
 }  // namespace
 
 void run_grouped_matmul(const KernelTable& t, const GroupedMatmul* mm, int64_t count,
@@ -219,8 +242,10 @@ void run_grouped_matmul(const KernelTable& t, const GroupedMatmul* mm, int64_t c
   thread_local std::vector<int64_t> first_units;
   std::vector<int64_t>& first = first_units;
   first.assign(static_cast<size_t>(count + 1), 0);
-  for (int64_t i = 0; i < count; ++i) first[i + 1] = first[i] + (prepared[i].a.n + kGrain - 1) / kGrain;
-  pool.parallel_for(first[count], [&](int64_t b, int64_t e, int) {
+  for (int64_t i = 0; i < count; ++i) {
+    first[i + 1] = first[i] + (prepared[i].a.n + kGrain - 1) / kGrain;
+  }
+  claim_units(pool, first[count], kRowUnitsPerClaim, [&](int64_t b, int64_t e) {
     int64_t i = std::upper_bound(first.begin(), first.end(), b) - first.begin() - 1;
     for (; b < e; ++i) {
       const int64_t end = std::min(e, first[i + 1]);
@@ -241,7 +266,7 @@ void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* m
         << " and rows";
   }
   const std::vector<Prepared>& prepared = prepare_all(t, mm, count);
-  pool.parallel_for((n + kGrain - 1) / kGrain, [&](int64_t b, int64_t e, int) {
+  claim_units(pool, (n + kGrain - 1) / kGrain, kColumnUnitsPerClaim, [&](int64_t b, int64_t e) {
     const int64_t c0 = b * kGrain, c1 = std::min(n, e * kGrain);
     for (int64_t i = 0; i < count; ++i) run_range(prepared[i], c0, c1);
     for (int64_t i = 0; i < count; ++i) {
