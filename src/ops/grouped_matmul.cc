@@ -1,10 +1,10 @@
-// Grouped decode matmuls (ops::grouped_matmul, grouped_matmul_scatter_add):
-// the few small matmuls of a mixture-of-experts decode step in one parallel
-// region each. Portable code (no SIMD here): it prepares every matmul's
-// activations exactly as run_matmul (ops.cc) does for m <= kDecodeMaxRows and
-// calls the same range kernels on ranges that start at multiples of the same
-// 16-row grain, so each output is computed with the same instructions in the
-// same order as by matmul().
+// Grouped matmuls (ops::grouped_matmul, grouped_matmul_scatter_add): the
+// matmuls of a mixture-of-experts step's experts in one parallel region each.
+// Portable code (no SIMD here): it prepares every matmul's activations exactly
+// as run_matmul (ops.cc) does and calls the same range kernels on ranges that
+// start at multiples of the same grain (16 weight rows in the decode regime,
+// whole 128-row panels of the prefill GEMM above it), so each output is
+// computed with the same instructions in the same order as by matmul().
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -19,11 +19,13 @@ namespace cpu {
 namespace {
 
 constexpr int64_t kGrain = 16;  // weight rows per unit, as run_matmul's kMatmulGrain
+// Prefill GEMM units: whole oneDNN panels, as run_matmul's kPrefillGrain.
+constexpr int64_t kPrefillGrain = kPrefillTileRows;
 static_assert(kGroupedMaxRows <= kDecodeMaxRows);
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-enum class Kind { kLowbit, kQ8, kBf16, kF32 };
+enum class Kind { kLowbit, kQ8, kBf16, kF32, kPrefill };
 
 // One matmul with its activations prepared (on the calling thread) as
 // run_matmul prepares them, and the kernel table and range kernel it uses.
@@ -31,18 +33,27 @@ struct Prepared {
   MatmulArgs a;
   const KernelTable* table = nullptr;
   Kind kind = Kind::kF32;
+  int64_t grain = kGrain;  // weight rows (or output columns) per unit
 };
 
-// run_matmul's choice of kernel for m <= kDecodeMaxRows (no prefill GEMM).
+// run_matmul's choice of kernel.
 void choose(const KernelTable& t, tensor::DType dtype, int64_t m, Prepared& p) {
+  const bool prefill = m > kDecodeMaxRows && t.matmul_prefill_range != nullptr &&
+                       dtype != tensor::DType::kF16 &&
+                       (!tensor::is_quantized(dtype) || m > quantized_decode_rows());
+  p.grain = kGrain;
   if (uses_lowbit_kernel(t, dtype, m)) {
     p.table = &t;
     p.kind = Kind::kLowbit;
-  } else if (tensor::is_low_bit_quant(dtype) && &t != &generic_kernels()) {
+  } else if (tensor::is_low_bit_quant(dtype) && !prefill && &t != &generic_kernels()) {
     choose(generic_kernels(), dtype, m, p);
   } else if (uses_q8_activations(t, dtype, m)) {
     p.table = &t;
     p.kind = Kind::kQ8;
+  } else if (prefill) {
+    p.table = &t;
+    p.kind = Kind::kPrefill;
+    p.grain = kPrefillGrain;
   } else {
     p.table = &t;
     p.kind = matmul_mode(dtype, m) == MatmulMode::kBF16 ? Kind::kBf16 : Kind::kF32;
@@ -64,6 +75,10 @@ int64_t prepared_bytes(const Prepared& p) {
     }
     case Kind::kBf16:
       return round_up(m * round_up(p.a.k, 32) * 2, 64);
+    case Kind::kPrefill:
+      return matmul_mode(p.a.w_dtype, m) == MatmulMode::kBF16
+                 ? round_up(m * round_up(p.a.k, 32) * 2, 64)
+                 : 0;
     case Kind::kF32:
       return 0;
   }
@@ -105,6 +120,9 @@ void prepare_x(Prepared& p, uint8_t* arena) {
       a.x_q8_scale = xs;
       break;
     }
+    case Kind::kPrefill:
+      if (matmul_mode(a.w_dtype, a.m) != MatmulMode::kBF16) break;
+      [[fallthrough]];
     case Kind::kBf16: {
       auto* xb = reinterpret_cast<uint16_t*>(take(a.m * a.k_pad * 2));
       t.x_to_bf16(a.x, a.m, a.k, a.k_pad, xb);
@@ -132,8 +150,8 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
   int64_t bytes = 0;
   for (int64_t i = 0; i < count; ++i) {
     const GroupedMatmul& g = mm[i];
-    STRATA_CHECK(g.w != nullptr && g.w->n() > 0 && g.m >= 1 && g.m <= kGroupedMaxRows)
-        << "grouped matmul " << i << ": m=" << g.m << " must be in [1, " << kGroupedMaxRows << "]";
+    STRATA_CHECK(g.w != nullptr && g.w->n() > 0 && g.m >= 1)
+        << "grouped matmul " << i << ": m=" << g.m << " must be at least 1";
     Prepared& p = prepared[i];
     p.a.x = g.x;
     p.a.m = g.m;
@@ -170,28 +188,32 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
   return prepared;
 }
 
+// Per-thread bf16 tile scratch of the quantized bf16 / prefill kernels.
+uint16_t* tile_scratch(const Prepared& p) {
+  if (!tensor::is_quantized(p.a.w_dtype)) return nullptr;
+  thread_local std::vector<uint16_t> buffer;
+  const auto elems =
+      static_cast<size_t>(std::max(kBf16TileRows * kBf16TileK, kPrefillTileRows * p.a.k_pad));
+  if (buffer.size() < elems) buffer.resize(elems);
+  return buffer.data();
+}
+
 // Columns [b, e) of p's y, with the range kernel run_matmul would use.
 void run_range(const Prepared& p, int64_t b, int64_t e) {
   const KernelTable& t = *p.table;
   switch (p.kind) {
+    case Kind::kPrefill:
+      t.matmul_prefill_range(p.a, b, e, tile_scratch(p));
+      return;
     case Kind::kLowbit:
       t.matmul_lowbit_range(p.a, b, e);
       return;
     case Kind::kQ8:
       t.matmul_q8q8_range(p.a, b, e);
       return;
-    case Kind::kBf16: {
-      uint16_t* tile = nullptr;
-      if (tensor::is_quantized(p.a.w_dtype)) {
-        thread_local std::vector<uint16_t> buffer;
-        const auto elems = static_cast<size_t>(
-            std::max(kBf16TileRows * kBf16TileK, kPrefillTileRows * p.a.k_pad));
-        if (buffer.size() < elems) buffer.resize(elems);
-        tile = buffer.data();
-      }
-      t.matmul_bf16_range(p.a, b, e, tile);
+    case Kind::kBf16:
+      t.matmul_bf16_range(p.a, b, e, tile_scratch(p));
       return;
-    }
     case Kind::kF32:
       t.matmul_f32_range(p.a, b, e);
       return;
@@ -209,10 +231,12 @@ void scatter_add_columns(const float* y, int64_t m, int64_t n, const WeightedRow
   }
 }
 
-// Units claimed at a time: 4 x 16 weight rows (gate/up pass), 2 x 16 output
-// columns of every matmul (down pass): ~128 KiB of bf16 weights per claim.
-constexpr int64_t kRowUnitsPerClaim = 4;
-constexpr int64_t kColumnUnitsPerClaim = 2;
+// Units claimed at a time: 8 x 16 weight rows (gate/up pass: 256 KiB of a
+// bf16 expert's weights), 8 x 16 output columns of every matmul (down pass:
+// 128 KiB of each expert's). Smaller claims measured slower (short weight
+// streams); see BENCHMARKS.md, "Mixture of experts".
+constexpr int64_t kRowUnitsPerClaim = 8;
+constexpr int64_t kColumnUnitsPerClaim = 8;
 
 // One pool dispatch whose threads claim `per_claim` units of [0, num_units)
 // at a time from a shared counter until none are left, calling fn(begin,
@@ -242,15 +266,19 @@ void run_grouped_matmul(const KernelTable& t, const GroupedMatmul* mm, int64_t c
   thread_local std::vector<int64_t> first_units;
   std::vector<int64_t>& first = first_units;
   first.assign(static_cast<size_t>(count + 1), 0);
+  bool any_prefill = false;
   for (int64_t i = 0; i < count; ++i) {
-    first[i + 1] = first[i] + (prepared[i].a.n + kGrain - 1) / kGrain;
+    const int64_t grain = prepared[i].grain;
+    first[i + 1] = first[i] + (prepared[i].a.n + grain - 1) / grain;
+    any_prefill = any_prefill || prepared[i].kind == Kind::kPrefill;
   }
-  claim_units(pool, first[count], kRowUnitsPerClaim, [&](int64_t b, int64_t e) {
+  const int64_t per_claim = any_prefill ? 1 : kRowUnitsPerClaim;
+  claim_units(pool, first[count], per_claim, [&](int64_t b, int64_t e) {
     int64_t i = std::upper_bound(first.begin(), first.end(), b) - first.begin() - 1;
     for (; b < e; ++i) {
       const int64_t end = std::min(e, first[i + 1]);
       const Prepared& p = prepared[i];
-      run_range(p, (b - first[i]) * kGrain, std::min(p.a.n, (end - first[i]) * kGrain));
+      run_range(p, (b - first[i]) * p.grain, std::min(p.a.n, (end - first[i]) * p.grain));
       b = end;
     }
   });
@@ -266,8 +294,12 @@ void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* m
         << " and rows";
   }
   const std::vector<Prepared>& prepared = prepare_all(t, mm, count);
-  claim_units(pool, (n + kGrain - 1) / kGrain, kColumnUnitsPerClaim, [&](int64_t b, int64_t e) {
-    const int64_t c0 = b * kGrain, c1 = std::min(n, e * kGrain);
+  // Column units: the coarsest grain of the group (128 is a multiple of 16).
+  int64_t grain = kGrain;
+  for (const Prepared& p : prepared) grain = std::max(grain, p.grain);
+  const int64_t per_claim = grain > kGrain ? 1 : kColumnUnitsPerClaim;
+  claim_units(pool, (n + grain - 1) / grain, per_claim, [&](int64_t b, int64_t e) {
+    const int64_t c0 = b * grain, c1 = std::min(n, e * grain);
     for (int64_t i = 0; i < count; ++i) run_range(prepared[i], c0, c1);
     for (int64_t i = 0; i < count; ++i) {
       scatter_add_columns(mm[i].y, mm[i].m, n, mm[i].rows, out, c0, c1);

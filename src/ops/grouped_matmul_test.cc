@@ -1,8 +1,9 @@
 // grouped_matmul and grouped_matmul_scatter_add against matmul() run one call
 // per entry (bit for bit: the grouped path must not change a token's result)
 // and against the scalar reference, over both kernel tables, every weight
-// dtype, group sizes, row counts 1..16, shared and separate inputs, and
-// widths that are not multiples of the 16-row grain.
+// dtype, group sizes, decode (1..16) and prefill row counts, shared and
+// separate inputs, and widths that are not multiples of the 16-row grain or
+// the prefill GEMM's 128-row panels.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,6 +110,8 @@ std::vector<GroupShape> shapes() {
       {{1, 1, 1, 1, 1}, {64, 64, 64, 64, 40}, 512, true},  // + a narrower shared expert
       {{3, 1, 16, 2}, {67, 67, 67, 67}, 256, false},     // a few tokens, uneven load
       {{2, 7}, {33, 130}, 512, false},
+      {{40, 17, 3, 64}, {256, 256, 256, 256}, 256, false},  // prefill: GEMM panels
+      {{130, 20}, {200, 200}, 512, false},                  // a partial panel
   };
 }
 
@@ -118,7 +121,7 @@ TEST_P(GroupedMatmulTest, MatchesPerMatmulCallsBitForBit) {
     for (const GroupShape& s : shapes()) {
       SCOPED_TRACE(std::string(tensor::dtype_name(dtype)) + " count=" +
                    std::to_string(s.rows.size()) + " k=" + std::to_string(s.k));
-      Group g = make_group(dtype, s.rows, s.ns, s.k, s.shared_x, 16, seed++);
+      Group g = make_group(dtype, s.rows, s.ns, s.k, s.shared_x, 256, seed++);
       cpu::run_grouped_matmul(*table_, g.mm.data(), static_cast<int64_t>(g.mm.size()), pool_);
       for (size_t i = 0; i < g.mm.size(); ++i) {
         const GroupedMatmul& mm = g.mm[i];
@@ -137,7 +140,7 @@ TEST_P(GroupedMatmulTest, MatchesPerMatmulCallsBitForBit) {
 
 TEST_P(GroupedMatmulTest, ScatterAddMatchesPerMatmulCallsBitForBit) {
   uint32_t seed = 100;
-  const int64_t num_tokens = 16;
+  const int64_t num_tokens = 256;
   for (DType dtype : all_dtypes()) {
     for (GroupShape s : shapes()) {
       for (int64_t& n : s.ns) n = s.ns[0];  // one output width
@@ -186,12 +189,12 @@ TEST(WeightedScatterAdd, AddsWeightedRowsInOrder) {
   EXPECT_FLOAT_EQ(out[3], 1.0f + 1.0f + 50.0f);
 }
 
-TEST(GroupedMatmulDeathTest, RejectsPrefillSizedGroups) {
+TEST(GroupedMatmulDeathTest, RejectsEmptyMatmuls) {
   std::unique_ptr<Weight> w = make_weight(DType::kF32, 16, 32, 3);
-  std::vector<float> x(17 * 32), y(17 * 16);
-  GroupedMatmul mm{x.data(), 17, &w->prepared, y.data(), nullptr};
+  std::vector<float> x(32), y(16);
+  GroupedMatmul mm{x.data(), 0, &w->prepared, y.data(), nullptr};
   ThreadPool pool(1);
-  EXPECT_DEATH(grouped_matmul(&mm, 1, pool), "must be in");
+  EXPECT_DEATH(grouped_matmul(&mm, 1, pool), "must be at least 1");
 }
 
 INSTANTIATE_TEST_SUITE_P(Tables, GroupedMatmulTest, ::testing::Values("generic", "avx512"));

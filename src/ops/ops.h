@@ -130,15 +130,17 @@ struct GroupedMatmul {
   const WeightedRow* rows = nullptr;
 };
 
-// The most rows one matmul of a grouped call may have: the decode regime,
-// where a row's result does not depend on the rows around it.
+// The decode regime's rows per matmul (a row's result does not depend on the
+// rows around it); MoeLayer decodes steps of at most this many tokens in one
+// grouped pass.
 constexpr int64_t kGroupedMaxRows = 16;
 
 // Runs every matmul of mm[0, count) in one parallel region: the union of
 // their weight rows is split across `pool` (instead of one dispatch per
 // matmul, which for the few small expert matmuls of a decode step costs a
 // wake-up and a barrier each). Each y is bit for bit what
-// matmul(x, m, *w, nullptr, y) writes. Every m in [1, kGroupedMaxRows].
+// matmul(x, m, *w, nullptr, y) writes: the same kernel per matmul (decode
+// GEMV for m <= 16, the prefill GEMM per 128-row panel above). Every m >= 1.
 void grouped_matmul(const GroupedMatmul* mm, int64_t count, ThreadPool& pool);
 
 // The second half of a mixture-of-experts decode in one parallel region: every
@@ -148,7 +150,7 @@ void grouped_matmul(const GroupedMatmul* mm, int64_t count, ThreadPool& pool);
 // Threads split the n columns, each computing its columns of every matmul
 // and then their weighted sums, so every out element gets the same terms in
 // the same order as matmul() followed by weighted_scatter_add() per entry:
-// the results are bit for bit those. out: [*, n]. Every m in [1, kGroupedMaxRows].
+// the results are bit for bit those. out: [*, n]. Every m >= 1.
 void grouped_matmul_scatter_add(const GroupedMatmul* mm, int64_t count, float* out,
                                 ThreadPool& pool);
 

@@ -30,6 +30,19 @@ StatusOr<bool> shared_expert_mode_is_fused() {
                                   ": expected fused or separate");
 }
 
+// STRATA_MOE_DECODE: per-expert runs decode steps with one matmul dispatch
+// per expert and projection, as prefill does (for measurement); grouped (the
+// default) in one grouped pass.
+StatusOr<bool> decode_grouped() {
+  const char* env = std::getenv("STRATA_MOE_DECODE");
+  if (env == nullptr || std::string_view(env).empty() || std::string_view(env) == "grouped") {
+    return true;
+  }
+  if (std::string_view(env) == "per-expert") return false;
+  return invalid_argument(std::string("STRATA_MOE_DECODE=") + env +
+                          ": expected grouped or per-expert");
+}
+
 }  // namespace
 
 StatusOr<MoeLayer> MoeLayer::load(const WeightSource& w, const std::string& prefix,
@@ -41,6 +54,7 @@ StatusOr<MoeLayer> MoeLayer::load(const WeightSource& w, const std::string& pref
   layer.top_k_ = moe.num_experts_per_tok;
   layer.renormalize_ = names.always_renormalize || moe.norm_topk_prob;
   const std::string block = prefix + names.block + ".";
+  STRATA_ASSIGN_OR_RETURN(layer.decode_grouped_, decode_grouped());
   STRATA_ASSIGN_OR_RETURN(layer.router_, load_linear(w, block + names.router + ".weight",
                                                      moe.num_experts, c.hidden_size));
   layer.experts_.resize(moe.num_experts);
@@ -146,7 +160,7 @@ void MoeLayer::run_and_add(const ForwardContext& ctx, const Expert& expert, cons
 }
 
 bool MoeLayer::can_group(int64_t num_tokens) const {
-  return all_fused_ && num_tokens <= ops::kGroupedMaxRows;
+  return decode_grouped_ && all_fused_ && num_tokens <= ops::kGroupedMaxRows;
 }
 
 void MoeLayer::forward_grouped(const ForwardContext& ctx, const float* in, float* out) const {

@@ -87,6 +87,7 @@ class MoeLayer {
   bool has_shared_ = false;
   bool shared_fused_ = true;  // STRATA_MOE_SHARED_EXPERT (fused | separate)
   bool all_fused_ = true;     // every expert's gate/up is one weight
+  bool decode_grouped_ = true;  // STRATA_MOE_DECODE (grouped | per-expert)
   Expert shared_;                  // run by every token
   ops::MatmulWeight shared_gate_;  // [1, hidden]
 };

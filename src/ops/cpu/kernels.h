@@ -184,6 +184,9 @@ void run_grouped_matmul(const KernelTable& t, const GroupedMatmul* mm, int64_t c
                         ThreadPool& pool);
 void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* mm, int64_t count,
                                     float* out, ThreadPool& pool);
+// Quantized weights keep their decode numerics up to this many rows
+// (kDecodeMaxRows with oneDNN's prefill GEMM in use, else every m).
+int64_t quantized_decode_rows();
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)
