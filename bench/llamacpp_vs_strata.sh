@@ -71,7 +71,8 @@ ensure_hf() {  # ensure_hf SHAPE -> the bf16 checkpoint directory
   if [[ ! -f "$hf/model.safetensors" ]]; then
     echo "writing random-weight $1-shaped checkpoint (bf16) to $hf" >&2
     local arch=qwen2
-    [[ "$1" == qwen3-moe-bench ]] && arch=qwen3-moe  # the mixture-of-experts shape
+    [[ "$1" == qwen3-moe-bench ]] && arch=qwen3-moe  # the mixture-of-experts shapes
+    [[ "$1" == qwen2-moe-bench ]] && arch=qwen2-moe
     "$PY" "$ROOT/tools/reference/make_checkpoint.py" --arch "$arch" --shape "$1" \
       --dtype bf16 --seed 1 --out "$hf"
   fi

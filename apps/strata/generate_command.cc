@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "kernel_calibration_flag.h"
+#include "model/layers/expert_load.h"
 #include "model/loader/model_files.h"
 #include "model/model.h"
 #include "ops/kernel_calibration.h"
@@ -123,6 +124,11 @@ int run_bench(const model::Model& model, const GenerateFlags& f, tensor::KvCache
                 static_cast<long long>(f.bench_gen_tokens), depth.c_str(), r.decode_tokens_per_s,
                 r.decode_tokens_per_s * model.decode_weight_bytes() / 1e9);
     std::fflush(stdout);
+    if (rep + 1 == f.bench_repetitions && !r.expert_load.empty()) {
+      std::fprintf(stderr, "expert load over the tg%lld decode steps (routed rows per expert):\n%s",
+                   static_cast<long long>(f.bench_gen_tokens),
+                   model::format_balance(r.expert_load).c_str());
+    }
   }
   return 0;
 }

@@ -318,6 +318,149 @@ BENCHMARK(BM_PagedAttention)
     ->Apply(time_mode)
     ->Unit(benchmark::kMillisecond);
 
+// ---- mixture-of-experts decode ----
+
+// One decode token through top_k experts of qwen3-moe-bench's shape (hidden
+// 1024, expert width 512): gate/up, silu * up, down, weighted add into the
+// output. args: dtype, grouped. grouped 0: one ops::matmul per expert and
+// projection (2 * top_k dispatches); 1: ops::grouped_matmul then
+// grouped_matmul_scatter_add (2 dispatches), as MoeLayer decodes.
+void BM_MoeDecode(benchmark::State& state) {
+  auto dtype = static_cast<DType>(state.range(0));
+  const bool grouped = state.range(1) != 0;
+  constexpr int64_t kHidden = 1024, kInter = 512, kTopK = 4;
+  auto gate_up = make_weights(dtype, 2 * kInter, kHidden, true);
+  auto down = make_weights(dtype, kHidden, kInter, true);
+  std::vector<float> x = make_x(1, kHidden), out(kHidden);
+  std::vector<float> gu(kTopK * 2 * kInter), act(kTopK * kInter), y(kTopK * kHidden);
+  std::vector<WeightedRow> rows(kTopK);
+  for (int64_t e = 0; e < kTopK; ++e) rows[e] = {0, 0.25f};
+  ThreadPool& pool = ThreadPool::global();
+  size_t cg = 0, cd = 0;
+  std::vector<GroupedMatmul> mm(kTopK);
+  for (auto _ : state) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    if (grouped) {
+      for (int64_t e = 0; e < kTopK; ++e) {
+        mm[e] = {x.data(), 1, &gate_up->prepared[(cg + e) % gate_up->prepared.size()],
+                 gu.data() + e * 2 * kInter, &rows[e]};
+      }
+      grouped_matmul(mm.data(), kTopK, pool);
+      for (int64_t e = 0; e < kTopK; ++e) {
+        silu_mul(mm[e].y, mm[e].y + kInter, kInter, act.data() + e * kInter);
+        mm[e].x = act.data() + e * kInter;
+        mm[e].w = &down->prepared[(cd + e) % down->prepared.size()];
+        mm[e].y = y.data() + e * kHidden;
+      }
+      grouped_matmul_scatter_add(mm.data(), kTopK, out.data(), pool);
+    } else {
+      for (int64_t e = 0; e < kTopK; ++e) {
+        matmul(x.data(), 1, gate_up->prepared[(cg + e) % gate_up->prepared.size()], nullptr,
+               gu.data(), pool);
+        silu_mul(gu.data(), gu.data() + kInter, kInter, act.data());
+        matmul(act.data(), 1, down->prepared[(cd + e) % down->prepared.size()], nullptr, y.data(),
+               pool);
+        weighted_scatter_add(y.data(), 1, kHidden, &rows[e], out.data());
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+    cg = (cg + kTopK) % gate_up->prepared.size();
+    cd = (cd + kTopK) % down->prepared.size();
+  }
+  const int64_t bytes = kTopK * (gate_up->bytes + down->bytes);  // bytes are per copy
+  state.counters["weight_bytes/s"] = benchmark::Counter(
+      double(state.iterations()) * double(bytes), benchmark::Counter::kIsRate);
+  state.SetLabel(grouped ? "grouped" : "per-expert");
+}
+BENCHMARK(BM_MoeDecode)
+    ->Apply(time_mode)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kBF16), static_cast<int64_t>(DType::kQ8_0)},
+                   {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// A 512-token prefill through one MoE layer of qwen3-moe-bench's shape (32
+// experts, top-4, hidden 1024, expert width 512), tokens routed uniformly at
+// random (fixed seed): per expert, gate/up over its rows, silu * up, down,
+// weighted add. args: dtype, grouped. grouped 0: one ops::matmul per expert
+// and projection (64 dispatches); 1: grouped_matmul then
+// grouped_matmul_scatter_add over all experts (2 dispatches, threads split
+// over experts x 128-row panels / output columns).
+void BM_MoePrefill(benchmark::State& state) {
+  auto dtype = static_cast<DType>(state.range(0));
+  const bool grouped = state.range(1) != 0;
+  constexpr int64_t kHidden = 1024, kInter = 512, kExperts = 32, kTopK = 4, kTokens = 512;
+  std::vector<std::unique_ptr<WeightSet>> gate_up, down;
+  for (int64_t e = 0; e < kExperts; ++e) {
+    gate_up.push_back(make_weights(dtype, 2 * kInter, kHidden, false));
+    down.push_back(make_weights(dtype, kHidden, kInter, false));
+  }
+  // Routing: each token picks kTopK distinct experts.
+  std::mt19937 rng(11);
+  std::vector<std::vector<WeightedRow>> rows(kExperts);
+  for (int32_t t = 0; t < kTokens; ++t) {
+    std::vector<int64_t> ids(kExperts);
+    for (int64_t e = 0; e < kExperts; ++e) ids[e] = e;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (int64_t j = 0; j < kTopK; ++j) rows[ids[j]].push_back({t, 0.25f});
+  }
+  const int64_t routed = kTokens * kTopK;
+  std::vector<float> x = make_x(routed, kHidden), out(kTokens * kHidden);
+  std::vector<float> gu(routed * 2 * kInter), act(routed * kInter), y(routed * kHidden);
+  ThreadPool& pool = ThreadPool::global();
+  std::vector<GroupedMatmul> mm;
+  for (auto _ : state) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    int64_t base = 0;
+    mm.clear();
+    for (int64_t e = 0; e < kExperts; ++e) {
+      const int64_t n = static_cast<int64_t>(rows[e].size());
+      if (n == 0) continue;
+      float* g = gu.data() + base * 2 * kInter;
+      if (grouped) {
+        mm.push_back({x.data() + base * kHidden, n, &gate_up[e]->prepared[0], g, rows[e].data()});
+      } else {
+        matmul(x.data() + base * kHidden, n, gate_up[e]->prepared[0], nullptr, g, pool);
+        for (int64_t r = 0; r < n; ++r) {
+          silu_mul(g + r * 2 * kInter, g + r * 2 * kInter + kInter, kInter,
+                   act.data() + (base + r) * kInter);
+        }
+        matmul(act.data() + base * kInter, n, down[e]->prepared[0], nullptr,
+               y.data() + base * kHidden, pool);
+        weighted_scatter_add(y.data() + base * kHidden, n, kHidden, rows[e].data(), out.data());
+      }
+      base += n;
+    }
+    if (grouped) {
+      grouped_matmul(mm.data(), static_cast<int64_t>(mm.size()), pool);
+      base = 0;
+      size_t i = 0;
+      for (int64_t e = 0; e < kExperts; ++e) {
+        const int64_t n = static_cast<int64_t>(rows[e].size());
+        if (n == 0) continue;
+        for (int64_t r = 0; r < n; ++r) {
+          const float* g = mm[i].y + r * 2 * kInter;
+          silu_mul(g, g + kInter, kInter, act.data() + (base + r) * kInter);
+        }
+        mm[i].x = act.data() + base * kInter;
+        mm[i].w = &down[e]->prepared[0];
+        mm[i].y = y.data() + base * kHidden;
+        base += n;
+        ++i;
+      }
+      grouped_matmul_scatter_add(mm.data(), static_cast<int64_t>(mm.size()), out.data(), pool);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["tokens/s"] = benchmark::Counter(double(state.iterations()) * double(kTokens),
+                                                  benchmark::Counter::kIsRate);
+  state.SetLabel(grouped ? "grouped" : "per-expert");
+}
+BENCHMARK(BM_MoePrefill)
+    ->Apply(time_mode)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kBF16), static_cast<int64_t>(DType::kQ8_0)},
+                   {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+
 // ---- limits ----
 
 constexpr int64_t kStreamBytes = 1ll << 30;

@@ -72,6 +72,16 @@ class Backend {
   // num_experts] -> experts, weights [num_tokens, top_k], best first.
   virtual void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts,
                          int64_t top_k, bool renormalize, int32_t* experts, float* weights) = 0;
+  // Every matmul of mm[0, count) in one parallel region (ops::grouped_matmul:
+  // each y bit for bit matmul()'s; every m in [1, ops::kGroupedMaxRows]).
+  virtual void grouped_matmul(const ops::GroupedMatmul* mm, int64_t count) = 0;
+  // Every matmul of mm (one n), then out[row.token, :] += row.weight * y[r, :]
+  // for each matmul's rows in order (ops::grouped_matmul_scatter_add).
+  virtual void grouped_matmul_scatter_add(const ops::GroupedMatmul* mm, int64_t count,
+                                          float* out) = 0;
+  // out[rows[r].token, :] += rows[r].weight * y[r, :]; y: [m, n], out: [*, n].
+  virtual void weighted_scatter_add(const float* y, int64_t m, int64_t n,
+                                    const ops::WeightedRow* rows, float* out) = 0;
   // k, v: [num_tokens, num_kv_heads, head_dim] -> layer `layer` of `kv` at
   // md.slot_mapping, encoded in kv's dtype (fixed fp8 scales when > 0).
   virtual void reshape_and_cache(const float* k, const float* v,

@@ -81,6 +81,20 @@ void CpuBackend::moe_route(const float* logits, int64_t num_tokens, int64_t num_
   ops::moe_route(logits, num_tokens, num_experts, top_k, renormalize, experts, weights);
 }
 
+void CpuBackend::grouped_matmul(const ops::GroupedMatmul* mm, int64_t count) {
+  ops::grouped_matmul(mm, count, pool_);
+}
+
+void CpuBackend::grouped_matmul_scatter_add(const ops::GroupedMatmul* mm, int64_t count,
+                                            float* out) {
+  ops::grouped_matmul_scatter_add(mm, count, out, pool_);
+}
+
+void CpuBackend::weighted_scatter_add(const float* y, int64_t m, int64_t n,
+                                      const ops::WeightedRow* rows, float* out) {
+  ops::weighted_scatter_add(y, m, n, rows, out);
+}
+
 void CpuBackend::reshape_and_cache(const float* k, const float* v,
                                    const attention::AttentionMetadata& md, float k_scale,
                                    float v_scale, KvMemory& kv, int64_t layer) {

@@ -33,6 +33,11 @@ class CpuBackend final : public Backend {
   void add_inplace(float* y, const float* x, int64_t n) override;
   void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts, int64_t top_k,
                  bool renormalize, int32_t* experts, float* weights) override;
+  void grouped_matmul(const ops::GroupedMatmul* mm, int64_t count) override;
+  void grouped_matmul_scatter_add(const ops::GroupedMatmul* mm, int64_t count,
+                                  float* out) override;
+  void weighted_scatter_add(const float* y, int64_t m, int64_t n, const ops::WeightedRow* rows,
+                            float* out) override;
   void reshape_and_cache(const float* k, const float* v, const attention::AttentionMetadata& md,
                          float k_scale, float v_scale, KvMemory& kv, int64_t layer) override;
   void paged_attention(const float* q, const KvMemory& kv, int64_t layer,

@@ -437,6 +437,7 @@ EngineStats EngineCore::stats() const {
   s.iteration_tokens_sum = iteration_tokens_sum_;
   s.step_times = step_times_;
   s.num_forward_tokens = runner_.num_forward_tokens();
+  s.expert_load = runner_.expert_load();
   s.num_prompt_tokens_computed = scheduler_.stats().num_prompt_tokens_computed;
   s.num_generation_tokens = scheduler_.stats().num_generation_tokens;
   s.num_preemptions = scheduler_.stats().num_preemptions;

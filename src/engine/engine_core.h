@@ -33,6 +33,7 @@
 #include "engine/types.h"
 #include "events/kv_event_publisher.h"
 #include "kv/kv_cache_manager.h"
+#include "model/layers/expert_load.h"
 #include "model/model.h"
 #include "offload/transfer/offload_config.h"
 #include "offload/transfer/offloading_connector.h"
@@ -114,6 +115,8 @@ struct EngineStats {
   StepTimes step_times;
   bool spec_decode_enabled = false;
   SpecDecodeStats spec_decode;
+  // Tokens routed to each expert of each MoE layer (empty for dense models).
+  model::ExpertLoad expert_load;
 };
 
 class EngineCore {

@@ -119,6 +119,52 @@ void add_inplace(float* y, const float* x, int64_t n);
 void moe_route(const float* logits, int64_t num_tokens, int64_t num_experts, int64_t top_k,
                bool renormalize, int32_t* experts, float* weights);
 
+// A row of an expert's output and where it goes: grouped_matmul_scatter_add
+// adds weight * that row to row `token` of its output.
+struct WeightedRow {
+  int32_t token;
+  float weight;
+};
+
+// One matmul of a grouped call: y[m, n] = x[m, k] · w[n, k]ᵀ, no bias.
+// rows: [m], used by grouped_matmul_scatter_add only.
+struct GroupedMatmul {
+  const float* x = nullptr;
+  int64_t m = 0;
+  const MatmulWeight* w = nullptr;
+  float* y = nullptr;
+  const WeightedRow* rows = nullptr;
+};
+
+// The decode regime's rows per matmul (a row's result does not depend on the
+// rows around it); MoeLayer decodes steps of at most this many tokens in one
+// grouped pass.
+constexpr int64_t kGroupedMaxRows = 16;
+
+// Runs every matmul of mm[0, count) in one parallel region: the union of
+// their weight rows is split across `pool` (instead of one dispatch per
+// matmul, which for the few small expert matmuls of a decode step costs a
+// wake-up and a barrier each). Each y is bit for bit what
+// matmul(x, m, *w, nullptr, y) writes: the same kernel per matmul (decode
+// GEMV for m <= 16, the prefill GEMM per 128-row panel above). Every m >= 1.
+void grouped_matmul(const GroupedMatmul* mm, int64_t count, ThreadPool& pool);
+
+// The second half of a mixture-of-experts decode in one parallel region: every
+// matmul of mm[0, count) (all with the same n), then for i = 0.. count-1 in
+// order and r < m_i in order:
+//   out[mm[i].rows[r].token, :] += mm[i].rows[r].weight * mm[i].y[r, :]
+// Threads split the n columns, each computing its columns of every matmul
+// and then their weighted sums, so every out element gets the same terms in
+// the same order as matmul() followed by weighted_scatter_add() per entry:
+// the results are bit for bit those. out: [*, n]. Every m >= 1.
+void grouped_matmul_scatter_add(const GroupedMatmul* mm, int64_t count, float* out,
+                                ThreadPool& pool);
+
+// out[rows[r].token, :] += rows[r].weight * y[r, :] for r = 0.. m-1 in order.
+// y: [m, n]; out: [*, n].
+void weighted_scatter_add(const float* y, int64_t m, int64_t n, const WeightedRow* rows,
+                          float* out);
+
 // Causal grouped-query attention for one sequence over a contiguous KV cache.
 // q:   [num_tokens, num_heads, head_dim]     (queries at positions start_pos + i)
 // k,v: [start_pos + num_tokens, num_kv_heads, head_dim]  (all cached positions)

@@ -127,6 +127,7 @@ BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t 
     }
   }
   int32_t token = prompt[0];
+  workspace.expert_load().clear();
   start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < num_gen_tokens; ++i) {
     model.forward(sequence_batch(&token, 1, depth + i), *decode_kv, workspace, logits.data(),
@@ -134,6 +135,7 @@ BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t 
     token = sampling::argmax(logits.data(), vocab);
   }
   result.decode_tokens_per_s = num_gen_tokens / seconds_since(start);
+  result.expert_load = workspace.expert_load();
   return result;
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "backend/backend.h"
+#include "model/layers/expert_load.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 
@@ -52,6 +53,7 @@ StatusOr<GenerateResult> generate(const model::Model& model, const std::vector<i
 struct BenchResult {
   double prefill_tokens_per_s = 0.0;
   double decode_tokens_per_s = 0.0;
+  model::ExpertLoad expert_load;  // tokens per expert over the decode steps (MoE models)
 };
 BenchResult bench(const model::Model& model, int64_t num_prompt_tokens, int64_t num_gen_tokens,
                   int64_t depth, tensor::KvCacheDtype kv_dtype, backend::Backend& backend);

@@ -80,6 +80,8 @@ class ModelRunner {
   StepResult execute(const scheduler::SchedulerOutput& output, const kv::KvCacheManager& kv);
 
   int64_t num_forward_tokens() const { return num_forward_tokens_; }
+  // Tokens routed to each expert of each MoE layer by the steps run so far.
+  const model::ExpertLoad& expert_load() const { return workspace_.expert_load(); }
 
  private:
   struct RequestState {

@@ -385,6 +385,21 @@ std::string Metrics::render(const engine::EngineStats& s) const {
     out.append("strata:engine_step_seconds_total" + labels(std::string("phase=\"") + phase + "\"") +
                " " + num(v) + "\n");
   }
+  if (!s.expert_load.empty()) {
+    // vLLM has no standard name for this: strata: prefix.
+    header(&out, "strata:moe_expert_tokens_total", "counter",
+           "Tokens routed to each expert of each mixture-of-experts layer (shared experts, "
+           "which every token runs, not counted).");
+    const model::ExpertLoad& load = s.expert_load;
+    for (size_t i = 0; i < load.layers().size(); ++i) {
+      for (int64_t e = 0; e < load.num_experts(); ++e) {
+        out.append("strata:moe_expert_tokens_total" +
+                   labels("layer=\"" + std::to_string(load.layers()[i]) + "\",expert=\"" +
+                          std::to_string(e) + "\"") +
+                   " " + num(static_cast<double>(load.tokens(static_cast<int64_t>(i), e))) + "\n");
+      }
+    }
+  }
   render_histogram(&out, "vllm:inter_token_latency_seconds",
                    "Histogram of inter-token latency in seconds.", itl_);
   render_histogram(&out, "vllm:e2e_request_latency_seconds",

@@ -30,6 +30,8 @@
 //              vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0".."k-1"}
 //   engine     strata:engine_step_seconds_total{phase="schedule"|"forward"|"update"|
 //              "kv_transfer"}: where the engine thread's time goes
+//   MoE        strata:moe_expert_tokens_total{layer="i",expert="j"}: tokens routed to
+//              each expert of each mixture-of-experts layer (MoE models only)
 //
 // Thread-safety: record_* and render are called on the server's I/O thread;
 // a mutex makes them safe from any thread.

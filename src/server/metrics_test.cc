@@ -42,6 +42,23 @@ TEST(Metrics, NamesLabelsAndCounters) {
   EXPECT_TRUE(contains(text, "vllm:num_preemptions_total" + l + " 0.0\n"));
 }
 
+TEST(Metrics, MoeExpertTokensPerLayerAndExpert) {
+  Metrics m("m", 100, CacheConfigInfo{});
+  EXPECT_FALSE(contains(m.render(engine::EngineStats{}), "strata:moe_expert_tokens_total"));
+  engine::EngineStats s;
+  s.expert_load = model::ExpertLoad({1, 3}, 4, 3);
+  const int32_t routed[] = {2, 0, 2};
+  s.expert_load.add(3, routed, 3);
+  const std::string text = m.render(s);
+  const std::string p = "strata:moe_expert_tokens_total{model_name=\"m\",engine=\"0\",layer=\"";
+  EXPECT_TRUE(contains(text, "# TYPE strata:moe_expert_tokens_total counter\n"));
+  EXPECT_TRUE(contains(text, p + "1\",expert=\"2\"} 0.0\n"));
+  EXPECT_TRUE(contains(text, p + "3\",expert=\"0\"} 1.0\n"));
+  EXPECT_TRUE(contains(text, p + "3\",expert=\"1\"} 0.0\n"));
+  EXPECT_TRUE(contains(text, p + "3\",expert=\"2\"} 2.0\n"));
+  EXPECT_FALSE(contains(text, "layer=\"0\""));  // dense layers have no series
+}
+
 TEST(Metrics, HistogramBucketsAreCumulativeWithVllmBounds) {
   Metrics m("m", 100, CacheConfigInfo{});
   m.record_first_token(0.015);

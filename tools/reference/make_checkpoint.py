@@ -5,7 +5,7 @@ Usage:
   make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral|qwen3-moe|qwen2-moe|mixtral
                      --dtype f32|f16|bf16
                      --out DIR [--seed N] [--shards N]
-                     [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small|qwen3-moe-bench]
+                     [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small|qwen3-moe-bench|qwen2-moe-bench]
 
 Each directory holds config.json, generation_config.json, model.safetensors (or
 model-0000k-of-0000N.safetensors + model.safetensors.index.json with --shards),
@@ -90,8 +90,12 @@ BENCH_SMALL = dict(hidden=512, layers=8, heads=8, kv_heads=4, head_dim=64, ffn=1
 # (no planted routing): the load spreads over the experts as a trained router's roughly does.
 QWEN3_MOE_BENCH = dict(hidden=1024, layers=16, heads=16, kv_heads=4, head_dim=64, ffn=3072,
                        vocab=32000, experts=32, top_k=4, moe_ffn=512, mlp_only_layers=[])
+# qwen3-moe-bench plus a shared expert 4x an expert's width (Qwen1.5-MoE's ratio).
+QWEN2_MOE_BENCH = dict(QWEN3_MOE_BENCH, shared_ffn=2048)
 SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "bench-small": BENCH_SMALL,
-          "qwen3-moe-bench": QWEN3_MOE_BENCH}
+          "qwen3-moe-bench": QWEN3_MOE_BENCH, "qwen2-moe-bench": QWEN2_MOE_BENCH}
+# The arch each bench shape is written for.
+BENCH_ARCH = {"qwen3-moe-bench": "qwen3-moe", "qwen2-moe-bench": "qwen2-moe"}
 # Small golden shapes for llama.cpp's quantized types (any arch, bigram planted like TINY).
 # k256: every matmul's input length (hidden 256, heads*head_dim 256, ffn 512) is a multiple
 # of 256, so K-quants and IQ4_XS apply to every tensor. k320: hidden 320 is not (like
@@ -624,9 +628,9 @@ def main():
     ap.add_argument("--no-check-routing", action="store_true",
                     help="MoE archs: skip the router top-k gap check (check_routing)")
     a = ap.parse_args()
-    bench_arch = "qwen3-moe" if a.shape == "qwen3-moe-bench" else "qwen2"
-    if a.arch in MOE_ARCHS and a.shape not in ("tiny", "qwen3-moe-bench"):
-        ap.error(f"--arch {a.arch} has only --shape tiny (qwen3-moe also qwen3-moe-bench)")
+    bench_arch = BENCH_ARCH.get(a.shape, "qwen2")
+    if a.arch in MOE_ARCHS and a.shape != "tiny" and BENCH_ARCH.get(a.shape) != a.arch:
+        ap.error(f"--arch {a.arch} has only --shape tiny and its -moe-bench shape")
     if a.shape in SHAPES and a.arch != bench_arch:
         ap.error(f"--shape {a.shape} needs --arch {bench_arch}")
     write_checkpoint(a.arch, a.dtype, a.out, a.seed, a.shards, a.shape, a.lm_scale)

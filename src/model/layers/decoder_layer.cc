@@ -31,7 +31,7 @@ void DecoderLayer::forward(const ForwardContext& ctx, int64_t layer_idx) const {
   ctx.backend.add_inplace(ws.residual(), ws.block_out(), n);
   post_attention_norm_.apply(ctx.backend, ws.residual(), ctx.batch.num_tokens(), ws.normed());
   if (moe_ != nullptr) {
-    moe_->forward(ctx, ws.normed(), ws.block_out());
+    moe_->forward(ctx, layer_idx, ws.normed(), ws.block_out());
   } else {
     mlp_.forward(ctx, ws.normed(), ws.block_out());
   }

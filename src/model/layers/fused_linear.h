@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "base/check.h"
 #include "base/status.h"
 #include "model/loader/weight_source.h"
 #include "ops/ops.h"
@@ -37,6 +38,11 @@ class FusedLinear {
 
   int64_t n() const { return n_; }
   bool is_fused() const { return weights_.size() == 1; }
+  // The one weight [n(), in_features] of a fused layer (is_fused() only).
+  const ops::MatmulWeight& fused_weight() const {
+    STRATA_CHECK(is_fused()) << "fused_weight() of an unfused FusedLinear";
+    return weights_[0];
+  }
   int64_t size_bytes() const;
 
  private:

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 namespace strata::model {
 namespace {
@@ -16,6 +18,31 @@ StatusOr<FusedLinear> load_gate_up(const WeightSource& w, const std::string& p, 
       w, {{p + gate + ".weight", intermediate}, {p + up + ".weight", intermediate}}, hidden);
 }
 
+// STRATA_MOE_SHARED_EXPERT: how a shared expert runs (fused, the default,
+// or separate); an error names a value that is neither.
+StatusOr<bool> shared_expert_mode_is_fused() {
+  const char* env = std::getenv("STRATA_MOE_SHARED_EXPERT");
+  if (env == nullptr || std::string_view(env).empty() || std::string_view(env) == "fused") {
+    return true;
+  }
+  if (std::string_view(env) == "separate") return false;
+  return invalid_argument(std::string("STRATA_MOE_SHARED_EXPERT=") + env +
+                                  ": expected fused or separate");
+}
+
+// STRATA_MOE_DECODE: per-expert runs decode steps with one matmul dispatch
+// per expert and projection, as prefill does (for measurement); grouped (the
+// default) in one grouped pass.
+StatusOr<bool> decode_grouped() {
+  const char* env = std::getenv("STRATA_MOE_DECODE");
+  if (env == nullptr || std::string_view(env).empty() || std::string_view(env) == "grouped") {
+    return true;
+  }
+  if (std::string_view(env) == "per-expert") return false;
+  return invalid_argument(std::string("STRATA_MOE_DECODE=") + env +
+                          ": expected grouped or per-expert");
+}
+
 }  // namespace
 
 StatusOr<MoeLayer> MoeLayer::load(const WeightSource& w, const std::string& prefix,
@@ -27,6 +54,7 @@ StatusOr<MoeLayer> MoeLayer::load(const WeightSource& w, const std::string& pref
   layer.top_k_ = moe.num_experts_per_tok;
   layer.renormalize_ = names.always_renormalize || moe.norm_topk_prob;
   const std::string block = prefix + names.block + ".";
+  STRATA_ASSIGN_OR_RETURN(layer.decode_grouped_, decode_grouped());
   STRATA_ASSIGN_OR_RETURN(layer.router_, load_linear(w, block + names.router + ".weight",
                                                      moe.num_experts, c.hidden_size));
   layer.experts_.resize(moe.num_experts);
@@ -38,6 +66,7 @@ StatusOr<MoeLayer> MoeLayer::load(const WeightSource& w, const std::string& pref
                                                          expert.intermediate, c.hidden_size));
     STRATA_ASSIGN_OR_RETURN(expert.down, load_linear(w, p + names.down + ".weight", c.hidden_size,
                                                      expert.intermediate));
+    layer.all_fused_ = layer.all_fused_ && expert.gate_up.is_fused();
   }
   if (names.shared_expert && moe.shared_expert_intermediate_size > 0) {
     layer.has_shared_ = true;
@@ -51,6 +80,8 @@ StatusOr<MoeLayer> MoeLayer::load(const WeightSource& w, const std::string& pref
         load_linear(w, p + "down_proj.weight", c.hidden_size, layer.shared_.intermediate));
     STRATA_ASSIGN_OR_RETURN(layer.shared_gate_,
                             load_linear(w, block + "shared_expert_gate.weight", 1, c.hidden_size));
+    STRATA_ASSIGN_OR_RETURN(layer.shared_fused_, shared_expert_mode_is_fused());
+    layer.all_fused_ = layer.all_fused_ && layer.shared_.gate_up.is_fused();
   }
   return layer;
 }
@@ -125,20 +156,84 @@ void MoeLayer::run_and_add(const ForwardContext& ctx, const Expert& expert, cons
     std::copy(src, src + hidden_, ws.expert_rows() + r * hidden_);
   }
   run_expert(ctx, expert, n);
-  for (int64_t r = 0; r < n; ++r) {
-    float* dst = out + int64_t{rows[r].token} * hidden_;
-    const float* y = ws.expert_out() + r * hidden_;
-    const float weight = rows[r].weight;
-    for (int64_t j = 0; j < hidden_; ++j) dst[j] += weight * y[j];
-  }
+  ctx.backend.weighted_scatter_add(ws.expert_out(), n, hidden_, rows, out);
 }
 
-void MoeLayer::forward(const ForwardContext& ctx, const float* in, float* out) const {
+bool MoeLayer::can_group(int64_t num_tokens) const {
+  return decode_grouped_ && all_fused_ && num_tokens <= ops::kGroupedMaxRows;
+}
+
+void MoeLayer::forward_grouped(const ForwardContext& ctx, const float* in, float* out) const {
+  Workspace& ws = ctx.workspace;
+  const int64_t num_tokens = ctx.batch.num_tokens();
+  const RoutedRow* rows = ws.routed_rows().data();
+  const std::vector<int32_t>& ends = ws.expert_offsets();
+  // Calls fn(expert, its rows, n) for every selected expert in ascending id,
+  // then the fused shared expert.
+  auto for_each_selected = [&](auto&& fn) {
+    for (size_t e = 0; e < experts_.size(); ++e) {
+      const int32_t begin = e == 0 ? 0 : ends[e - 1];
+      if (ends[e] > begin) fn(experts_[e], rows + begin, int64_t{ends[e] - begin});
+    }
+    if (has_shared_ && shared_fused_) fn(shared_, rows + num_tokens * top_k_, num_tokens);
+  };
+  // Gate/up of all of them in one dispatch; expert i's gathered rows sit at
+  // row `base` (the rows before it) of the grouped buffers.
+  std::vector<ops::GroupedMatmul>& mm = ws.grouped_matmuls();
+  mm.clear();
+  int64_t base = 0, gate_up_offset = 0;
+  for_each_selected([&](const Expert& e, const RoutedRow* r, int64_t n) {
+    const float* x = in;  // one token: every expert reads its row in place
+    if (num_tokens > 1) {
+      float* gathered = ws.grouped_x() + base * hidden_;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* src = in + int64_t{r[i].token} * hidden_;
+        std::copy(src, src + hidden_, gathered + i * hidden_);
+      }
+      x = gathered;
+    }
+    mm.push_back({x, n, &e.gate_up.fused_weight(), ws.grouped_gate_up() + gate_up_offset, r});
+    base += n;
+    gate_up_offset += n * 2 * e.intermediate;
+  });
+  ctx.backend.grouped_matmul(mm.data(), static_cast<int64_t>(mm.size()));
+  // silu(gate) * up per row, then down of every expert in one dispatch with
+  // the weighted scatter-add into out.
+  size_t i = 0;
+  int64_t act_offset = 0;
+  base = 0;
+  for_each_selected([&](const Expert& e, const RoutedRow*, int64_t n) {
+    const int64_t inter = e.intermediate;
+    float* act = ws.grouped_act() + act_offset;
+    for (int64_t r = 0; r < n; ++r) {
+      const float* row = mm[i].y + r * 2 * inter;
+      ctx.backend.silu_mul(row, row + inter, inter, act + r * inter);
+    }
+    mm[i].x = act;
+    mm[i].w = &e.down;
+    mm[i].y = ws.grouped_out() + base * hidden_;
+    act_offset += n * inter;
+    base += n;
+    ++i;
+  });
+  ctx.backend.grouped_matmul_scatter_add(mm.data(), static_cast<int64_t>(mm.size()), out);
+}
+
+void MoeLayer::forward(const ForwardContext& ctx, int64_t layer_idx, const float* in,
+                       float* out) const {
   Workspace& ws = ctx.workspace;
   const int64_t num_tokens = ctx.batch.num_tokens();
   route(ctx, in);
+  ws.expert_load().add(layer_idx, ws.routed_experts(), num_tokens * top_k_);
   group_by_expert(ctx);
   std::fill(out, out + num_tokens * hidden_, 0.0f);
+  if (can_group(num_tokens)) {
+    forward_grouped(ctx, in, out);
+    if (has_shared_ && !shared_fused_) {
+      run_and_add(ctx, shared_, ws.routed_rows().data() + num_tokens * top_k_, num_tokens, in, out);
+    }
+    return;
+  }
   const RoutedRow* rows = ws.routed_rows().data();
   const std::vector<int32_t>& ends = ws.expert_offsets();
   for (size_t e = 0; e < experts_.size(); ++e) {

@@ -12,7 +12,20 @@ Workspace::Workspace(const ModelConfig& c, backend::Backend& backend)
       intermediate_(std::max({c.intermediate_size, c.moe.moe_intermediate_size,
                               c.moe.shared_expert_intermediate_size})),
       num_experts_(c.moe.num_experts),
-      top_k_(c.moe.num_experts_per_tok) {}
+      top_k_(c.moe.num_experts_per_tok) {
+  if (num_experts_ > 0) {
+    std::vector<int32_t> moe_layers;
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+      if (c.moe.is_sparse_layer(i)) moe_layers.push_back(static_cast<int32_t>(i));
+    }
+    expert_load_ = ExpertLoad(moe_layers, c.num_hidden_layers, num_experts_);
+    const int64_t rows = ops::kGroupedMaxRows * (top_k_ + 1);
+    grouped_x_ = floats(rows * hidden_);
+    grouped_gate_up_ = floats(rows * 2 * intermediate_);
+    grouped_act_ = floats(rows * intermediate_);
+    grouped_out_ = floats(rows * hidden_);
+  }
+}
 
 void Workspace::reserve(int64_t num_tokens, int64_t num_logits) {
   if (num_tokens > capacity_tokens_) {

@@ -12,15 +12,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/layers/expert_load.h"
 #include "model/model_config.h"
 
 namespace strata::model {
 
 // One token's row routed to an expert, with its routing weight.
-struct RoutedRow {
-  int32_t token;
-  float weight;
-};
+using RoutedRow = ops::WeightedRow;
 
 class Workspace {
  public:
@@ -55,6 +53,17 @@ class Workspace {
   // expert e are routed_rows()[start(e), end(e)) (MoeLayer).
   std::vector<RoutedRow>& routed_rows() { return routed_rows_; }
   std::vector<int32_t>& expert_offsets() { return expert_offsets_; }
+  // A decode step's experts in one pass (MoeLayer, up to ops::kGroupedMaxRows
+  // tokens): R = kGroupedMaxRows * (top_k + 1) routed rows, the shared
+  // expert's included.
+  float* grouped_x() { return grouped_x_.as<float>(); }              // [R, hidden]
+  float* grouped_gate_up() { return grouped_gate_up_.as<float>(); }  // [R, 2 intermediate]
+  float* grouped_act() { return grouped_act_.as<float>(); }          // [R, intermediate]
+  float* grouped_out() { return grouped_out_.as<float>(); }          // [R, hidden]
+  std::vector<ops::GroupedMatmul>& grouped_matmuls() { return grouped_matmuls_; }
+  // Tokens routed to each expert of each MoE layer since the workspace was made.
+  ExpertLoad& expert_load() { return expert_load_; }
+  const ExpertLoad& expert_load() const { return expert_load_; }
 
  private:
   backend::DeviceBuffer floats(int64_t n) { return backend_->allocate(tensor::DType::kF32, n); }
@@ -64,9 +73,11 @@ class Workspace {
   int64_t capacity_tokens_ = 0, capacity_logits_ = 0;
   backend::DeviceBuffer residual_, normed_, block_out_, qkv_, q_, k_, v_, attn_, gate_up_, act_,
       split_scratch_, final_rows_, router_logits_, routed_experts_, routed_weights_, expert_rows_,
-      expert_out_, shared_gate_;
+      expert_out_, shared_gate_, grouped_x_, grouped_gate_up_, grouped_act_, grouped_out_;
   std::vector<RoutedRow> routed_rows_;
   std::vector<int32_t> expert_offsets_;
+  std::vector<ops::GroupedMatmul> grouped_matmuls_;
+  ExpertLoad expert_load_;
 };
 
 }  // namespace strata::model

@@ -197,6 +197,10 @@ void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, Thr
 int64_t quantized_decode_rows();
 // Records a prepared weight's shape for prepared_matmul_shapes().
 void note_prepared_shape(tensor::DType dtype, int64_t n, int64_t k);
+void run_grouped_matmul(const KernelTable& t, const GroupedMatmul* mm, int64_t count,
+                        ThreadPool& pool);
+void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* mm, int64_t count,
+                                    float* out, ThreadPool& pool);
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)
