@@ -5,7 +5,7 @@ Usage:
   make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral|qwen3-moe|qwen2-moe|mixtral
                      --dtype f32|f16|bf16
                      --out DIR [--seed N] [--shards N]
-                     [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small|qwen3-moe-bench|qwen2-moe-bench]
+                     [--shape tiny|all-sparse|k256|k320|qwen2.5-0.5b|bench-small|qwen3-moe-bench|qwen2-moe-bench]
 
 Each directory holds config.json, generation_config.json, model.safetensors (or
 model-0000k-of-0000N.safetensors + model.safetensors.index.json with --shards),
@@ -64,6 +64,10 @@ TINY = {
                     experts=8, top_k=2, moe_ffn=48, mlp_only_layers=[]),
 }
 MOE_ARCHS = ("qwen3-moe", "qwen2-moe", "mixtral")
+# "all-sparse": an MoE arch's tiny shape with every layer sparse (mlp_only_layers []).
+# llama.cpp's converter has no dense-layer variant for qwen3moe, so the GGUF golden cases
+# of Qwen3-MoE use this shape (planted routing and bigram as in tiny).
+SPARSE_SHAPE = "all-sparse"
 # Planted routing (see the module docstring): code values of a token's chosen experts, in
 # order (primary first), the router gain on the routing dim, the noise of unchosen codes.
 ROUTE_LEVELS = [5.0, 4.4, 3.8, 3.2]
@@ -535,6 +539,8 @@ def shard_groups(names, sizes, num_shards):
 
 def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
     s = SHAPES.get(shape) or QUANT_SHAPES.get(shape) or TINY[arch]
+    if shape == SPARSE_SHAPE:
+        s = dict(TINY[arch], mlp_only_layers=[])
     st_name, tdtype, hf_name = DTYPE_NAMES[dtype]
     os.makedirs(out, exist_ok=True)
     config = hf_config(arch, s, hf_name)
@@ -542,7 +548,7 @@ def write_checkpoint(arch, dtype, out, seed, shards, shape, lm_scale):
 
     plant = None
     plan = RoutingPlan(arch, s, seed) if arch in MOE_ARCHS and shape not in SHAPES else None
-    if shape == "tiny" or shape in QUANT_SHAPES:
+    if shape in ("tiny", SPARSE_SHAPE) or shape in QUANT_SHAPES:
         if plan is not None and s["layers"] - 1 in plan.layers:
             assert s["moe_ffn"] > int(plan.unit[s["layers"] - 1].max())
         else:
@@ -622,19 +628,22 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--shape", default="tiny",
-                    choices=["tiny"] + sorted(QUANT_SHAPES) + sorted(SHAPES))
+                    choices=["tiny", SPARSE_SHAPE] + sorted(QUANT_SHAPES) + sorted(SHAPES))
     ap.add_argument("--lm-scale", type=float, default=6.0,
                     help="std of lm_head logits (untied models); tied models use the embedding")
     ap.add_argument("--no-check-routing", action="store_true",
                     help="MoE archs: skip the router top-k gap check (check_routing)")
     a = ap.parse_args()
     bench_arch = BENCH_ARCH.get(a.shape, "qwen2")
-    if a.arch in MOE_ARCHS and a.shape != "tiny" and BENCH_ARCH.get(a.shape) != a.arch:
-        ap.error(f"--arch {a.arch} has only --shape tiny and its -moe-bench shape")
+    if (a.arch in MOE_ARCHS and a.shape not in ("tiny", SPARSE_SHAPE) and
+            BENCH_ARCH.get(a.shape) != a.arch):
+        ap.error(f"--arch {a.arch} has only --shape tiny, {SPARSE_SHAPE} and its -moe-bench shape")
+    if a.shape == SPARSE_SHAPE and a.arch not in MOE_ARCHS:
+        ap.error(f"--shape {SPARSE_SHAPE} is for the MoE archs {', '.join(MOE_ARCHS)}")
     if a.shape in SHAPES and a.arch != bench_arch:
         ap.error(f"--shape {a.shape} needs --arch {bench_arch}")
     write_checkpoint(a.arch, a.dtype, a.out, a.seed, a.shards, a.shape, a.lm_scale)
-    if a.arch in MOE_ARCHS and a.shape == "tiny" and not a.no_check_routing:
+    if a.arch in MOE_ARCHS and a.shape in ("tiny", SPARSE_SHAPE) and not a.no_check_routing:
         check_routing(a.out, a.seed)
 
 
