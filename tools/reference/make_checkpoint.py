@@ -5,7 +5,8 @@ Usage:
   make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral|qwen3-moe|qwen2-moe|mixtral
                      --dtype f32|f16|bf16
                      --out DIR [--seed N] [--shards N]
-                     [--shape tiny|k256|k320|qwen2.5-0.5b|bench-small|qwen3-moe-bench]
+                     [--shape tiny|k256|k320|qwen2.5-0.5b|qwen2.5-0.5b-draft|bench-small|
+                              qwen3-moe-bench]
 
 Each directory holds config.json, generation_config.json, model.safetensors (or
 model-0000k-of-0000N.safetensors + model.safetensors.index.json with --shards),
@@ -90,7 +91,12 @@ BENCH_SMALL = dict(hidden=512, layers=8, heads=8, kv_heads=4, head_dim=64, ffn=1
 # (no planted routing): the load spreads over the experts as a trained router's roughly does.
 QWEN3_MOE_BENCH = dict(hidden=1024, layers=16, heads=16, kv_heads=4, head_dim=64, ffn=3072,
                        vocab=32000, experts=32, top_k=4, moe_ffn=512, mlp_only_layers=[])
-SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "bench-small": BENCH_SMALL,
+# A draft model for qwen2.5-0.5b (speculative decoding benchmarks): the same vocabulary,
+# ~42M parameters (11.7x fewer; 38.9M of them the tied embedding / lm_head).
+QWEN25_05B_DRAFT = dict(hidden=256, layers=4, heads=4, kv_heads=2, head_dim=64, ffn=768,
+                        vocab=151936)
+SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "qwen2.5-0.5b-draft": QWEN25_05B_DRAFT,
+          "bench-small": BENCH_SMALL,
           "qwen3-moe-bench": QWEN3_MOE_BENCH}
 # Small golden shapes for llama.cpp's quantized types (any arch, bigram planted like TINY).
 # k256: every matmul's input length (hidden 256, heads*head_dim 256, ffn 512) is a multiple
