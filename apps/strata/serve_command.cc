@@ -152,7 +152,8 @@ void register_flags(FlagSet& flags, ServeFlags& f) {
   flags.add_string("speculative-config", &f.speculative_config,
                    "speculative decoding, vLLM's JSON: {\"method\": \"ngram\", "
                    "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4, "
-                   "\"prompt_lookup_min\": 2}");
+                   "\"prompt_lookup_min\": 2} or {\"method\": \"draft_model\", "
+                   "\"model\": \"PATH\", \"num_speculative_tokens\": 4}");
   flags.add_int("seed", &f.seed, "seed for requests that give none");
   flags.add_string("api-key", &f.api_key, "require this key on /v1/* (also VLLM_API_KEY)");
   flags.add_string("chat-template", &f.chat_template, "chat template file (or inline text)");
@@ -447,6 +448,27 @@ Status check_flags(const ServeFlags& f) {
   return Status();
 }
 
+// The draft model of {"method": "draft_model"}, loaded the way the target
+// is (a directory, a .gguf or a cached Hugging Face id); null for other methods.
+StatusOr<std::unique_ptr<model::Model>> load_draft_model(const ServeFlags& f,
+                                                         engine::EngineConfig& config) {
+  if (config.speculative.method != spec_decode::SpeculativeMethod::kDraftModel) {
+    return std::unique_ptr<model::Model>();
+  }
+  const std::string& name = config.speculative.model;
+  STRATA_ASSIGN_OR_RETURN(std::string path, locate_model(name, "", f.download_dir));
+  STRATA_LOG(kInfo) << "loading draft model " << name << (path == name ? "" : " from " + path)
+                    << " ...";
+  STRATA_ASSIGN_OR_RETURN(model::ModelFiles files, model::open_model(path));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> draft,
+                          model::Model::load(std::move(files), print_load_progress));
+  STRATA_LOG(kInfo) << "draft model: " << draft->num_parameters() << " parameters, vocabulary "
+                    << draft->vocab_size() << ", " << config.speculative.num_speculative_tokens
+                    << " drafts per step";
+  config.draft_model = draft.get();
+  return draft;
+}
+
 int serve(const ServeFlags& f) {
   if (Status s = check_flags(f); !s.ok()) return fail(s);
   StatusOr<Loaded> loaded = load_everything(f);
@@ -454,6 +476,8 @@ int serve(const ServeFlags& f) {
   const int64_t max_len = loaded->max_model_len;
   StatusOr<engine::EngineConfig> config = engine_config(f, *loaded->model, max_len);
   if (!config.ok()) return fail(config.status());
+  StatusOr<std::unique_ptr<model::Model>> draft = load_draft_model(f, *config);
+  if (!draft.ok()) return fail(draft.status());
   StatusOr<int64_t> body_limit = parse_size("max-request-body", f.max_request_body, true);
   if (!body_limit.ok()) return fail(body_limit.status());
   {
@@ -476,6 +500,10 @@ int serve(const ServeFlags& f) {
                             ? (loaded->model->has_kv_scales() ? "; fp8 scales from the checkpoint"
                                                               : "; fp8 scales per token and head")
                             : "");
+  if ((*engine)->num_draft_kv_blocks() > 0) {
+    STRATA_LOG(kInfo) << "draft KV cache: " << (*engine)->num_draft_kv_blocks() << " blocks, "
+                      << (*draft)->kv_bytes_per_block(1, kv_dtype) << " bytes per token";
+  }
 
   server::ServerContext ctx;
   ctx.engine = engine->get();

@@ -12,6 +12,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
   if (!core.ok()) return core.status();
   engine->core_ = std::move(*core);
   engine->num_kv_blocks_ = engine->core_->num_kv_blocks();
+  engine->num_draft_kv_blocks_ = engine->core_->num_draft_kv_blocks();
   engine->limits_ = RequestLimits::of(config, model.vocab_size(), engine->num_kv_blocks_);
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
   return engine;

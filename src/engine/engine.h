@@ -70,6 +70,7 @@ class Engine {
   const EngineConfig& config() const { return config_; }
   const model::Model& model() const { return model_; }
   int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  int64_t num_draft_kv_blocks() const { return num_draft_kv_blocks_; }  // 0: no draft model
   const RequestLimits& limits() const { return limits_; }  // fixed after create()
 
  private:
@@ -92,6 +93,7 @@ class Engine {
   ThreadPool pool_;
   std::unique_ptr<EngineCore> core_;
   int64_t num_kv_blocks_ = 0;
+  int64_t num_draft_kv_blocks_ = 0;
   RequestLimits limits_;
 
   mutable std::mutex mu_;

@@ -125,7 +125,26 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(const model::Model& mod
         std::to_string(model.kv_bytes_per_block(1, config.kv_cache_dtype)) +
         " bytes) or lower --max-model-len");
   }
+  if (config.speculative.method == spec_decode::SpeculativeMethod::kDraftModel) {
+    if (config.draft_model == nullptr) {
+      return invalid_argument("speculative method draft_model needs its model (\"" +
+                              config.speculative.model + "\") loaded; none was given");
+    }
+    if (config.draft_model->vocab_size() != model.vocab_size()) {
+      return invalid_argument(
+          "--speculative-config: the draft model " + config.speculative.model + " has a vocabulary of " +
+          std::to_string(config.draft_model->vocab_size()) + " tokens but the target has " +
+          std::to_string(model.vocab_size()) +
+          "; a draft model must share the target's tokenizer and vocabulary");
+    }
+  }
   std::unique_ptr<EngineCore> core(new EngineCore(model, config, num_blocks, pool));
+  if (config.speculative.method == spec_decode::SpeculativeMethod::kDraftModel) {
+    const int64_t draft_blocks = config.draft_num_blocks > 0 ? config.draft_num_blocks : num_blocks;
+    core->draft_ = std::make_unique<runner::DraftModelProposer>(
+        *config.draft_model, *core->backend_, draft_blocks, config.block_size,
+        config.kv_cache_dtype);
+  }
   if (config.offload.enabled) {
     const model::ModelConfig& c = model.config();
     offload::ChunkFormat format;
@@ -351,6 +370,7 @@ std::vector<RequestOutput> EngineCore::step() {
     if (u.finished) forget_request(u.request->key());
     outputs.push_back(std::move(out));
   }
+  propose_queued_drafts();
   scheduler_.release_finished();
   publish_kv_events();
   time_outputs(outputs);
@@ -361,6 +381,7 @@ std::vector<RequestOutput> EngineCore::step() {
 void EngineCore::forget_request(kv::RequestKey key) {
   runner_.remove_request(key);
   drafters_.erase(key);
+  if (draft_ != nullptr) draft_->remove_request(key);
 }
 
 void EngineCore::record_verify(const scheduler::ScheduledRequest& s, size_t num_sampled) {
@@ -386,8 +407,27 @@ void EngineCore::propose_drafts(const scheduler::Request& r) {
   if (it == drafters_.end()) {
     it = drafters_.emplace(r.key(), spec_decode::DraftController(config_.speculative)).first;
   }
+  if (draft_ != nullptr) {
+    const int64_t k = it->second.next_draft_len(room);
+    if (k > 0) draft_queue_.emplace_back(&r, k);
+    return;
+  }
   std::vector<int32_t> drafts = it->second.propose(r.all_token_ids(), room);
   if (!drafts.empty()) scheduler_.set_draft_token_ids(r.request_id(), std::move(drafts));
+}
+
+void EngineCore::propose_queued_drafts() {
+  if (draft_queue_.empty()) return;
+  std::vector<runner::DraftRequest> requests;
+  for (const auto& [r, k] : draft_queue_) {
+    requests.push_back({.key = r->key(), .tokens = r->all_token_ids(), .num_drafts = k});
+  }
+  std::vector<std::vector<int32_t>> drafts = draft_->propose(requests);
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    if (drafts[i].empty()) continue;
+    scheduler_.set_draft_token_ids(draft_queue_[i].first->request_id(), std::move(drafts[i]));
+  }
+  draft_queue_.clear();
 }
 
 void EngineCore::record_step(int64_t num_tokens) {

@@ -8,9 +8,11 @@
 //
 // With speculative decoding (EngineConfig::speculative), after a step's
 // tokens are appended each request still decoding gets the drafts its
-// DraftController proposes (n-gram lookup over its prompt + output); the
-// scheduler puts them in the request's next step, the runner verifies them
-// in that one forward pass, and only accepted tokens become the request's.
+// DraftController proposes (n-gram lookup over its prompt + output, or, with
+// a draft model, that model's greedy continuation, all such requests'
+// draft passes batched: runner/draft_model_proposer.h); the scheduler puts
+// them in the request's next step, the runner verifies them in that one
+// forward pass, and only accepted tokens become the request's.
 //
 // KV pool size: kv_cache_memory_bytes / bytes per block (all layers, K+V).
 // Prefix-cache keys chain from a root hash over the model fingerprint, the KV
@@ -37,6 +39,7 @@
 #include "model/model.h"
 #include "offload/transfer/offload_config.h"
 #include "offload/transfer/offloading_connector.h"
+#include "runner/draft_model_proposer.h"
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
 #include "scheduler/scheduler.h"
@@ -61,6 +64,13 @@ struct EngineConfig {
   std::shared_ptr<events::KvEventPublisher> kv_events;
   // Speculative decoding (--speculative-config); off unless a method is set.
   spec_decode::SpeculativeConfig speculative;
+  // Method kDraftModel: the loaded draft model (speculative.model), which
+  // outlives the engine; its vocabulary must be the target's. Its KV pool
+  // has draft_num_blocks blocks of block_size tokens (0: as many blocks as
+  // the target's pool, so every token the target holds fits; the bytes are
+  // the draft model's kv_bytes_per_block each).
+  const model::Model* draft_model = nullptr;
+  int64_t draft_num_blocks = 0;
 };
 
 // Tokens per engine step, as vLLM's vllm:iteration_tokens_total buckets.
@@ -121,7 +131,8 @@ struct EngineStats {
 
 class EngineCore {
  public:
-  // Errors: a KV budget too small for one max_model_len sequence.
+  // Errors: a KV budget too small for one max_model_len sequence; method
+  // kDraftModel without a draft model, or with another vocabulary size.
   static StatusOr<std::unique_ptr<EngineCore>> create(const model::Model& model,
                                                       const EngineConfig& config,
                                                       ThreadPool& pool);
@@ -149,6 +160,8 @@ class EngineCore {
   void wait_for_offload();
   EngineStats stats() const;
   int64_t num_kv_blocks() const { return kv_.pool().num_blocks(); }
+  // The draft model's KV pool (0 without a draft model).
+  int64_t num_draft_kv_blocks() const { return draft_ ? draft_->num_blocks() : 0; }
   const std::string& model_fingerprint() const { return extra_keys_.model_fingerprint; }
   // Drops every cached prefix from the KV pool and the host tier (secondary
   // tiers keep theirs); false while requests hold blocks.
@@ -180,8 +193,11 @@ class EngineCore {
   void record_step(int64_t num_tokens);
   // Counts entry i's verified drafts and feeds its controller.
   void record_verify(const scheduler::ScheduledRequest& s, size_t num_sampled);
-  // Drafts for r's next step (n-gram lookup over its tokens, per its controller).
+  // Drafts for r's next step (n-gram lookup over its tokens, per its
+  // controller); with a draft model, queues r in draft_queue_ instead.
   void propose_drafts(const scheduler::Request& r);
+  // Runs the draft model over draft_queue_ and hands the drafts to the scheduler.
+  void propose_queued_drafts();
   void forget_request(kv::RequestKey key);
   void time_outputs(std::vector<RequestOutput>& outputs);
 
@@ -199,6 +215,9 @@ class EngineCore {
   // Per running request with speculation on: its draft policy.
   std::unordered_map<kv::RequestKey, spec_decode::DraftController> drafters_;
   SpecDecodeStats spec_stats_;
+  // Method kDraftModel: the draft model's proposer, and this step's requests for it.
+  std::unique_ptr<runner::DraftModelProposer> draft_;
+  std::vector<std::pair<const scheduler::Request*, int64_t>> draft_queue_;
   // Declared last: destroyed first, while the block accounting (kv_) it
   // references still exists; the KV memory it copies is held by handle.
   std::unique_ptr<offload::OffloadingConnector> connector_;

@@ -21,20 +21,37 @@ StatusOr<std::string> method_of(const JsonFields& f, const std::string& model) {
 }
 
 Status refuse(const std::string& method) {
-  if (method == "draft_model") {
-    return invalid_argument(
-        "method \"draft_model\" (a smaller model drafting for this one) is not implemented yet; "
-        "use {\"method\": \"ngram\", \"num_speculative_tokens\": 4}");
-  }
   if (method == "eagle3" || method == "eagle") {
     return invalid_argument("method \"" + method +
                             "\" needs an EAGLE draft head, which Strata cannot load yet (no "
                             "head loader; see docs/architecture.md, speculative decoding); use "
-                            "{\"method\": \"ngram\", \"num_speculative_tokens\": 4}");
+                            "{\"method\": \"ngram\", \"num_speculative_tokens\": 4} or "
+                            "{\"method\": \"draft_model\", \"model\": \"PATH\", "
+                            "\"num_speculative_tokens\": 4}");
   }
   return invalid_argument("method \"" + method +
-                          "\" is not supported (supported: \"ngram\"; refused: \"draft_model\", "
-                          "\"eagle3\")");
+                          "\" is not supported (supported: \"ngram\", \"draft_model\"; "
+                          "refused: \"eagle3\")");
+}
+
+// A draft model: drafts come from its greedy continuation; n-gram keys
+// would have no effect, so they are refused.
+Status parse_draft_model(const JsonFields& f, const std::string& model, SpeculativeConfig& c) {
+  if (model.empty() || model == "ngram" || model == "[ngram]") {
+    return invalid_argument(f.name("model") +
+                            " is required with method \"draft_model\": the path (Hugging Face "
+                            "directory or .gguf) of a smaller model with the target's vocabulary" +
+                            (model.empty() ? std::string() : " (got \"" + model + "\")"));
+  }
+  for (const char* key : {"prompt_lookup_max", "prompt_lookup_min"}) {
+    if (f.has(key) && !f.is_null(key)) {
+      return invalid_argument(f.name(key) +
+                              " applies to method \"ngram\" only, not \"draft_model\"");
+    }
+  }
+  c.method = SpeculativeMethod::kDraftModel;
+  c.model = model;
+  return Status();
 }
 
 Status parse_ngram(const JsonFields& f, const std::string& model, SpeculativeConfig& c) {
@@ -81,8 +98,9 @@ Status parse_object(const JsonFields& f, SpeculativeConfig& c) {
   if (!f.is_null("disable_by_batch_size")) {
     STRATA_RETURN_IF_ERROR(f.optional_int("disable_by_batch_size", &c.disable_by_batch_size, 2));
   }
-  if (*method != "ngram") return refuse(*method);
-  return parse_ngram(f, model, c);
+  if (*method == "ngram") return parse_ngram(f, model, c);
+  if (*method == "draft_model") return parse_draft_model(f, model, c);
+  return refuse(*method);
 }
 
 }  // namespace

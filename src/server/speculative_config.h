@@ -9,12 +9,16 @@
 //    "disable_by_batch_size": null,      no drafts above this many running (>= 2)
 //    "model": null, "draft_tensor_parallel_size": 1}
 //
-// Methods "draft_model" (also inferred from a "model" that is not "[ngram]")
-// and "eagle3"/"eagle" are refused with a message saying why; other vLLM
+//   {"method": "draft_model",            also inferred from a "model" that
+//    "model": "PATH",                    is not "[ngram]"; required: a
+//    "num_speculative_tokens": 4,        smaller model with the same vocab
+//    "draft_tensor_parallel_size": 1}    (checked when the engine starts)
+//
+// Methods "eagle3"/"eagle" are refused with a message saying why; other vLLM
 // methods (medusa, mlp_speculator, mtp, suffix) are refused as unsupported.
 // Unknown keys, wrong types and impossible combinations (min > max, ngram
-// with a model, a draft_tensor_parallel_size other than 1) are errors naming
-// the key. Called once at startup (any thread).
+// with a model, draft_model without one or with prompt_lookup_*, a
+// draft_tensor_parallel_size other than 1) are errors naming the key. Called once at startup (any thread).
 #pragma once
 
 #include <string>

@@ -76,13 +76,42 @@ TEST(SpeculativeConfigTest, ErrorsNameTheKey) {
   EXPECT_EQ(error_of(R"({"method":"ngram"})").rfind("--speculative-config", 0), 0u);
 }
 
-TEST(SpeculativeConfigTest, RefusedMethodsSayWhy) {
-  EXPECT_NE(error_of(R"({"method":"draft_model","model":"/m/small","num_speculative_tokens":4})")
-                .find("not implemented yet"),
-            std::string::npos);
+TEST(SpeculativeConfigTest, DraftModelNeedsAModel) {
+  auto c = parse_speculative_config(
+      R"({"method":"draft_model","model":"/m/small","num_speculative_tokens":4,
+          "draft_tensor_parallel_size":1})");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->method, SpeculativeMethod::kDraftModel);
+  EXPECT_EQ(c->model, "/m/small");
+  EXPECT_EQ(c->num_speculative_tokens, 4);
   // A model that is not "[ngram]" means a draft model (vLLM's inference).
-  EXPECT_NE(error_of(R"({"model":"/m/small","num_speculative_tokens":4})").find("draft_model"),
+  c = parse_speculative_config(R"({"model":"/m/small.gguf","num_speculative_tokens":2})");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->method, SpeculativeMethod::kDraftModel);
+  EXPECT_EQ(c->model, "/m/small.gguf");
+  EXPECT_NE(error_of(R"({"method":"draft_model","num_speculative_tokens":4})")
+                .find("model is required with method \"draft_model\""),
             std::string::npos);
+  EXPECT_NE(error_of(R"({"method":"draft_model","model":null,"num_speculative_tokens":4})")
+                .find("model is required"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method":"draft_model","model":"[ngram]","num_speculative_tokens":4})")
+                .find("model is required"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method":"draft_model","model":"/m/small"})")
+                .find("num_speculative_tokens is required"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method":"draft_model","model":"/m/small","num_speculative_tokens":4,
+                         "prompt_lookup_max":3})")
+                .find("prompt_lookup_max applies to method \"ngram\" only"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"method":"draft_model","model":"/m/small","num_speculative_tokens":4,
+                         "draft_tensor_parallel_size":2})")
+                .find("draft_tensor_parallel_size must be 1"),
+            std::string::npos);
+}
+
+TEST(SpeculativeConfigTest, RefusedMethodsSayWhy) {
   EXPECT_NE(error_of(R"({"method":"eagle3","model":"/m/head","num_speculative_tokens":4})")
                 .find("EAGLE draft head"),
             std::string::npos);

@@ -18,16 +18,20 @@ DraftController::DraftController(const SpeculativeConfig& config)
 
 std::vector<int32_t> DraftController::propose(std::span<const int32_t> tokens,
                                               int64_t max_drafts) {
-  if (cooldown_ > 0) {
-    --cooldown_;
-    return {};
-  }
-  const int64_t k = std::min(draft_len_, max_drafts);
+  const int64_t k = next_draft_len(max_drafts);
   if (k <= 0 || config_.method != SpeculativeMethod::kNgram) return {};
   return propose_ngram(tokens, {.min_n = config_.prompt_lookup_min,
                                 .max_n = config_.prompt_lookup_max,
                                 .k = k,
                                 .max_window = kSearchWindow});
+}
+
+int64_t DraftController::next_draft_len(int64_t max_drafts) {
+  if (cooldown_ > 0) {
+    --cooldown_;
+    return 0;
+  }
+  return std::max<int64_t>(0, std::min(draft_len_, max_drafts));
 }
 
 void DraftController::on_verified(int64_t num_drafts, int64_t num_accepted) {

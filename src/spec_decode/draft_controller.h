@@ -2,7 +2,9 @@
 // propose this step, learned from how many were accepted before, so that
 // text the proposer cannot predict costs (almost) nothing.
 //
-//   propose(tokens)   drafts for the request's next step (maybe none)
+//   propose(tokens)   n-gram drafts for the request's next step (maybe none)
+//   next_draft_len(m) how many drafts to ask a draft model for this step
+//                     (0: none), the same policy without the lookup
 //   on_verified(k, a) a verify step checked k drafts and accepted a
 //
 // Policy: the draft length follows acceptance (after a partial accept of a
@@ -31,6 +33,9 @@ class DraftController {
   // Drafts to verify after `tokens` (prompt + output so far); at most
   // `max_drafts` (what max_tokens / max_model_len leave room for).
   std::vector<int32_t> propose(std::span<const int32_t> tokens, int64_t max_drafts);
+  // Drafts wanted this step, at most `max_drafts` (0 during a cool-down,
+  // which this call counts down). propose() calls it once.
+  int64_t next_draft_len(int64_t max_drafts);
   void on_verified(int64_t num_drafts, int64_t num_accepted);
 
   int64_t draft_len() const { return draft_len_; }

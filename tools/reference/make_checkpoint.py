@@ -5,7 +5,8 @@ Usage:
   make_checkpoint.py --arch llama|llama-tied|qwen2|qwen3|mistral|qwen3-moe|qwen2-moe|mixtral
                      --dtype f32|f16|bf16
                      --out DIR [--seed N] [--shards N]
-                     [--shape tiny|all-sparse|k256|k320|qwen2.5-0.5b|bench-small|qwen3-moe-bench|qwen2-moe-bench]
+                     [--shape tiny|all-sparse|k256|k320|qwen2.5-0.5b|qwen2.5-0.5b-draft|
+                              bench-small|qwen3-moe-bench|qwen2-moe-bench]
 
 Each directory holds config.json, generation_config.json, model.safetensors (or
 model-0000k-of-0000N.safetensors + model.safetensors.index.json with --shards),
@@ -96,7 +97,12 @@ QWEN3_MOE_BENCH = dict(hidden=1024, layers=16, heads=16, kv_heads=4, head_dim=64
                        vocab=32000, experts=32, top_k=4, moe_ffn=512, mlp_only_layers=[])
 # qwen3-moe-bench plus a shared expert 4x an expert's width (Qwen1.5-MoE's ratio).
 QWEN2_MOE_BENCH = dict(QWEN3_MOE_BENCH, shared_ffn=2048)
-SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "bench-small": BENCH_SMALL,
+# A draft model for qwen2.5-0.5b (speculative decoding benchmarks): the same vocabulary,
+# ~42M parameters (11.7x fewer; 38.9M of them the tied embedding / lm_head).
+QWEN25_05B_DRAFT = dict(hidden=256, layers=4, heads=4, kv_heads=2, head_dim=64, ffn=768,
+                        vocab=151936)
+SHAPES = {"qwen2.5-0.5b": QWEN25_05B, "qwen2.5-0.5b-draft": QWEN25_05B_DRAFT,
+          "bench-small": BENCH_SMALL,
           "qwen3-moe-bench": QWEN3_MOE_BENCH, "qwen2-moe-bench": QWEN2_MOE_BENCH}
 # The arch each bench shape is written for.
 BENCH_ARCH = {"qwen3-moe-bench": "qwen3-moe", "qwen2-moe-bench": "qwen2-moe"}
