@@ -36,10 +36,16 @@ int64_t DraftController::next_draft_len(int64_t max_drafts) {
 
 void DraftController::on_verified(int64_t num_drafts, int64_t num_accepted) {
   if (num_drafts <= 0) return;
-  if (num_accepted == 0) {
+  acceptance_rate_ = (1.0 - kAcceptanceWeight) * acceptance_rate_ +
+                     kAcceptanceWeight * static_cast<double>(num_accepted) /
+                         static_cast<double>(num_drafts);
+  // A fruitless verify has its own back-off; the rate it leaves stays at the
+  // bar, so one good verify after either pause ends it.
+  if (num_accepted == 0) acceptance_rate_ = std::max(acceptance_rate_, kMinAcceptanceRate);
+  if (num_accepted == 0 || acceptance_rate_ < kMinAcceptanceRate) {
     misses_ = std::min<int64_t>(misses_ + 1, 6);
     cooldown_ = std::min<int64_t>((int64_t{1} << misses_) - 1, kMaxCooldownSteps);
-    draft_len_ = 1;
+    draft_len_ = num_accepted == 0 ? 1 : std::min(num_accepted + 1, config_.num_speculative_tokens);
     return;
   }
   misses_ = 0;

@@ -9,10 +9,17 @@
 //
 // Policy: the draft length follows acceptance (after a partial accept of a
 // drafts the next proposal has a + 1; a full accept grows it by one, up to
-// num_speculative_tokens). A verify step that accepts nothing starts a
-// cool-down: no proposals for 2^misses - 1 steps (misses = consecutive
-// fruitless verifies, capped so the pause is at most kMaxCooldownSteps);
-// any accepted draft clears it. A step without a proposal costs no compute.
+// num_speculative_tokens). A verify step is a miss when it accepts nothing,
+// or when the request's running acceptance rate (accepted / drafted tokens,
+// averaged over verifies with weight kAcceptanceWeight) has fallen below
+// kMinAcceptanceRate: each drafted row costs a share of a decode step (all
+// of one where the forward pass is compute-bound: a small model, a full
+// batch), so drafts that are mostly wrong lose time even when some are
+// accepted. A fruitless verify leaves the rate at no less than the bar, so
+// one good verify after a pause ends it. A miss starts a cool-down: no
+// proposals for 2^misses - 1 steps (misses = consecutive misses, capped so
+// the pause is at most kMaxCooldownSteps); a verify that is not a miss
+// clears it. A step without a proposal costs no compute.
 // Not thread-safe: the engine thread owns one per request.
 #pragma once
 
@@ -27,6 +34,8 @@ namespace strata::spec_decode {
 class DraftController {
  public:
   static constexpr int64_t kMaxCooldownSteps = 63;
+  static constexpr double kMinAcceptanceRate = 0.4;
+  static constexpr double kAcceptanceWeight = 0.25;
 
   explicit DraftController(const SpeculativeConfig& config);
 
@@ -40,12 +49,14 @@ class DraftController {
 
   int64_t draft_len() const { return draft_len_; }
   int64_t cooldown_steps() const { return cooldown_; }
+  double acceptance_rate() const { return acceptance_rate_; }
 
  private:
   SpeculativeConfig config_;
   int64_t draft_len_;
   int64_t misses_ = 0;
   int64_t cooldown_ = 0;
+  double acceptance_rate_ = 1.0;  // running accepted / drafted
 };
 
 }  // namespace strata::spec_decode

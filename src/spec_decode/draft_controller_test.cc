@@ -50,5 +50,36 @@ TEST(DraftControllerTest, FruitlessVerifiesBackOffExponentially) {
   EXPECT_EQ(c.cooldown_steps(), 1);
 }
 
+TEST(DraftControllerTest, MostlyWrongDraftsBackOffToo) {
+  DraftController c(ngram(4));
+  // One draft in four accepted: never fruitless, but below the bar after a
+  // few verifies (1.0 -> 0.81 -> 0.67 -> 0.56 -> 0.48 -> 0.42 -> 0.38).
+  int verifies = 0;
+  while (c.cooldown_steps() == 0) {
+    ASSERT_LT(verifies, 6) << "still proposing at running rate " << c.acceptance_rate();
+    c.on_verified(4, 1);
+    ++verifies;
+  }
+  EXPECT_EQ(verifies, 6);
+  EXPECT_LT(c.acceptance_rate(), DraftController::kMinAcceptanceRate);
+  EXPECT_EQ(c.cooldown_steps(), 1);
+  EXPECT_TRUE(c.propose(kLoop, 10).empty());
+  c.on_verified(2, 0);  // still wrong: the pause doubles
+  EXPECT_EQ(c.cooldown_steps(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.propose(kLoop, 10).empty());
+  c.on_verified(1, 1);  // a good probe ends the back-off
+  EXPECT_EQ(c.cooldown_steps(), 0);
+  EXPECT_GE(c.acceptance_rate(), DraftController::kMinAcceptanceRate);
+  EXPECT_FALSE(c.propose(kLoop, 10).empty());
+}
+
+TEST(DraftControllerTest, MostlyRightDraftsKeepProposing) {
+  DraftController c(ngram(4));
+  for (int i = 0; i < 100; ++i) {
+    c.on_verified(4, 2);  // half accepted: above the bar
+    EXPECT_EQ(c.cooldown_steps(), 0) << "verify " << i;
+  }
+}
+
 }  // namespace
 }  // namespace strata::spec_decode
