@@ -51,6 +51,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -x "$OPS_BENCH" ]] || { echo "ops_bench not found at $OPS_BENCH (build release first)" >&2; exit 1; }
 PY="${STRATA_REF_PYTHON:-/usr/bin/python3}"
+source "$ROOT/bench/server_lib.sh"  # extract_llamacpp_source
 mkdir -p "$WORK"
 RUN="$WORK/run-$(date -u +%Y%m%dT%H%M%SZ)-t$THREADS"
 mkdir -p "$RUN"
@@ -63,16 +64,7 @@ build_test_backend_ops() {
   if [[ ! -f "$src/CMakeLists.txt" && -f "${TMPDIR:-/tmp}/strata-side-by-side/llama.cpp/CMakeLists.txt" ]]; then
     src="${TMPDIR:-/tmp}/strata-side-by-side/llama.cpp"
   fi
-  if [[ ! -f "$src/CMakeLists.txt" ]]; then
-    local bundle="$ROOT/tools/llamacpp/node_modules/node-llama-cpp/llama/gitRelease.bundle"
-    [[ -f "$bundle" ]] || source "$ROOT/tools/llamacpp/env.sh"  # npm install of the pinned package
-    echo "extracting llama.cpp from $bundle" >&2
-    rm -rf "$src" "$src.git" && mkdir -p "$src"
-    git init -q --bare "$src.git"
-    git -C "$src.git" fetch -q "$bundle" HEAD
-    git -C "$src.git" archive FETCH_HEAD | tar -x -C "$src"
-    rm -rf "$src.git"
-  fi
+  extract_llamacpp_source "$src"
   echo "building test-backend-ops in $build (-j$JOBS, once)" >&2
   cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF \

@@ -1,5 +1,6 @@
 # Shared by the side-by-side benchmark scripts (sourced, not run): a free
-# loopback port, waiting until a server answers /health, stopping it.
+# loopback port, waiting until a server answers /health, stopping it, the read
+# bandwidth, llama.cpp's source out of the npm bundle.
 # Needs $PY (a python3) and $ROOT; sets/uses SERVER_PID.
 
 free_port() {
@@ -34,4 +35,18 @@ bandwidth() {  # the machine's read bandwidth now (ops_bench BM_MemRead, 2 threa
   [[ -x "$ops_bench" ]] || { echo "n/a"; return; }
   "$ops_bench" --benchmark_filter='BM_MemRead' --benchmark_min_time=0.3 2>/dev/null |
     sed -n 's/.*bytes\/s=\([0-9.]*\)G\/s.*/\1 GB\/s/p' | head -1
+}
+
+extract_llamacpp_source() {  # extract_llamacpp_source DIR: llama.cpp's full source tree into DIR
+  # (from the git bundle the npm package node-llama-cpp ships), unless DIR already has it.
+  local src="$1"
+  [[ -f "$src/CMakeLists.txt" ]] && return 0
+  local bundle="$ROOT/tools/llamacpp/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+  [[ -f "$bundle" ]] || source "$ROOT/tools/llamacpp/env.sh"  # npm install of the pinned package
+  echo "extracting llama.cpp from $bundle" >&2
+  rm -rf "$src" "$src.git" && mkdir -p "$src"
+  git init -q --bare "$src.git"
+  git -C "$src.git" fetch -q "$bundle" HEAD
+  git -C "$src.git" archive FETCH_HEAD | tar -x -C "$src"
+  rm -rf "$src.git"
 }

@@ -59,18 +59,7 @@ build_llama_server() {
   local src="$WORK/llama.cpp" build="$WORK/llama-build"
   LLAMA_SERVER="$build/bin/llama-server"
   [[ -x "$LLAMA_SERVER" ]] && return 0
-  local bundle="$ROOT/tools/llamacpp/node_modules/node-llama-cpp/llama/gitRelease.bundle"
-  if [[ ! -f "$bundle" ]]; then
-    source "$ROOT/tools/llamacpp/env.sh"  # npm install of the pinned node-llama-cpp
-  fi
-  if [[ ! -f "$src/CMakeLists.txt" ]]; then
-    echo "extracting llama.cpp from $bundle" >&2
-    rm -rf "$src" "$src.git" && mkdir -p "$src"
-    git init -q --bare "$src.git"
-    git -C "$src.git" fetch -q "$bundle" HEAD
-    git -C "$src.git" archive FETCH_HEAD | tar -x -C "$src"
-    rm -rf "$src.git"
-  fi
+  extract_llamacpp_source "$src"
   echo "building llama-server in $build (-j$JOBS; takes a while on few cores)" >&2
   cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \

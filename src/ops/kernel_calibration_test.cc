@@ -27,27 +27,9 @@ namespace {
 using tensor::DType;
 using testing::normalized_error;
 using testing::random_floats;
+using testing::store_weight;
+using testing::StoredWeight;
 
-struct Stored {
-  std::vector<uint8_t> bytes;
-  tensor::TensorView view;
-};
-
-Stored store(const std::vector<float>& w, int64_t n, int64_t k, DType dtype) {
-  Stored s;
-  s.bytes.resize(static_cast<size_t>(tensor::dtype_size_bytes(dtype, n * k)));
-  auto* u16 = reinterpret_cast<uint16_t*>(s.bytes.data());
-  for (int64_t i = 0; i < n * k; ++i) {
-    if (dtype == DType::kF32) std::memcpy(s.bytes.data() + 4 * i, &w[i], 4);
-    if (dtype == DType::kF16) u16[i] = tensor::f32_to_f16(w[i]);
-    if (dtype == DType::kBF16) u16[i] = tensor::f32_to_bf16(w[i]);
-  }
-  if (dtype == DType::kQ8_0) {
-    tensor::quantize_q8_0(w.data(), n * k, reinterpret_cast<tensor::BlockQ8_0*>(s.bytes.data()));
-  }
-  s.view = {s.bytes.data(), dtype, {n, k}};
-  return s;
-}
 
 // The reference with the numerics `kernel` promises for (dtype, m).
 void reference_for(MatmulKernel kernel, const float* x, int64_t m, const tensor::TensorView& w,
@@ -83,7 +65,7 @@ TEST_F(CalibrationTest, EveryCandidateMatchesReference) {
                        " n=" + std::to_string(n) + " k=" + std::to_string(k) + " " +
                        matmul_kernel_name(kernel));
           const uint32_t seed = static_cast<uint32_t>(variant++);
-          Stored s = store(random_floats(n * k, seed), n, k, dtype);
+          StoredWeight s = store_weight(random_floats(n * k, seed), n, k, dtype);
           MatmulWeight w = MatmulWeight::prepare(s.view);
           std::vector<float> x = random_floats(m * k, seed + 1);
           std::vector<float> bias = random_floats(n, seed + 2);
@@ -105,7 +87,7 @@ TEST_F(CalibrationTest, EveryCandidateMatchesReference) {
 TEST_F(CalibrationTest, DecodeCandidatesAreBatchInvariant) {
   const int64_t n = 67, k = 1088, m = cpu::kDecodeMaxRows;
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0}) {
-    Stored s = store(random_floats(n * k, 21), n, k, dtype);
+    StoredWeight s = store_weight(random_floats(n * k, 21), n, k, dtype);
     MatmulWeight w = MatmulWeight::prepare(s.view);
     std::vector<float> x = random_floats(m * k, 22);
     for (MatmulKernel kernel : matmul_candidates({dtype, n, k, MatmulRegime::kDecode})) {
@@ -420,7 +402,7 @@ TEST_F(CalibrationTest, InstalledChoiceIsWhatMatmulRuns) {
   EXPECT_EQ(chosen_matmul_kernel(DType::kBF16, n, k, 1), MatmulKernel::kOwn);
   EXPECT_EQ(chosen_matmul_kernel(DType::kBF16, n + 1, k, 1), MatmulKernel::kStatic);
   EXPECT_EQ(chosen_matmul_kernel(DType::kF32, n, k, 1), MatmulKernel::kStatic);
-  Stored s = store(random_floats(n * k, 3), n, k, DType::kBF16);
+  StoredWeight s = store_weight(random_floats(n * k, 3), n, k, DType::kBF16);
   MatmulWeight w = MatmulWeight::prepare(s.view);
   std::vector<float> x = random_floats(m * k, 4), y(m * n), direct(m * n), stat(m * n);
   matmul(x.data(), m, w, nullptr, y.data(), pool_);
@@ -439,7 +421,7 @@ TEST_F(CalibrationTest, InstalledChoiceIsWhatMatmulRuns) {
 // Prepared weights are listed; the real timer's scratch weights are not.
 TEST_F(CalibrationTest, PreparedShapesAndRealTimer) {
   const int64_t n = 48, k = 96;
-  Stored s = store(random_floats(n * k, 5), n, k, DType::kF32);
+  StoredWeight s = store_weight(random_floats(n * k, 5), n, k, DType::kF32);
   MatmulWeight w = MatmulWeight::prepare(s.view);
   const MatmulShapeClass listed{DType::kF32, n, k, MatmulRegime::kDecode};
   auto has = [](const MatmulShapeClass& c) {

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
+#include "tensor/dtype.h"
 #include "tensor/tensor_view.h"
 
 namespace strata::ops::testing {
@@ -25,6 +27,30 @@ inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.
   std::vector<float> v(static_cast<size_t>(n));
   for (float& f : v) f = dist(rng);
   return v;
+}
+
+// Weight storage in `dtype` (f32, f16, bf16 or q8_0) for f32 values w [n, k];
+// `view` points into `bytes`.
+struct StoredWeight {
+  std::vector<uint8_t> bytes;
+  tensor::TensorView view;
+};
+
+inline StoredWeight store_weight(const std::vector<float>& w, int64_t n, int64_t k,
+                                 tensor::DType dtype) {
+  StoredWeight s;
+  s.bytes.resize(static_cast<size_t>(tensor::dtype_size_bytes(dtype, n * k)));
+  auto* u16 = reinterpret_cast<uint16_t*>(s.bytes.data());
+  for (int64_t i = 0; i < n * k; ++i) {
+    if (dtype == tensor::DType::kF32) std::memcpy(s.bytes.data() + 4 * i, &w[i], 4);
+    if (dtype == tensor::DType::kF16) u16[i] = tensor::f32_to_f16(w[i]);
+    if (dtype == tensor::DType::kBF16) u16[i] = tensor::f32_to_bf16(w[i]);
+  }
+  if (dtype == tensor::DType::kQ8_0) {
+    tensor::quantize_q8_0(w.data(), n * k, reinterpret_cast<tensor::BlockQ8_0*>(s.bytes.data()));
+  }
+  s.view = {s.bytes.data(), dtype, {n, k}};
+  return s;
 }
 
 // Max over outputs of |y - ref| / (Σ_l |x_l w_l| + |bias| + tiny): error

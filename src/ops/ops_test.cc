@@ -23,32 +23,8 @@ namespace {
 using tensor::DType;
 using testing::normalized_error;
 using testing::random_floats;
-
-
-// Weight storage in `dtype` for f32 values w [n, k].
-struct StoredWeight {
-  std::vector<uint8_t> bytes;
-  tensor::TensorView view;
-};
-
-StoredWeight store_weight(const std::vector<float>& w, int64_t n, int64_t k, DType dtype) {
-  StoredWeight s;
-  s.bytes.resize(static_cast<size_t>(tensor::dtype_size_bytes(dtype, n * k)));
-  auto* u16 = reinterpret_cast<uint16_t*>(s.bytes.data());
-  for (int64_t i = 0; i < n * k; ++i) {
-    if (dtype == DType::kF32) std::memcpy(s.bytes.data() + 4 * i, &w[i], 4);
-    if (dtype == DType::kF16) u16[i] = tensor::f32_to_f16(w[i]);
-    if (dtype == DType::kBF16) u16[i] = tensor::f32_to_bf16(w[i]);
-  }
-  if (dtype == DType::kQ8_0) {
-    tensor::quantize_q8_0(w.data(), n * k, reinterpret_cast<tensor::BlockQ8_0*>(s.bytes.data()));
-  }
-  s.view.data = s.bytes.data();
-  s.view.dtype = dtype;
-  s.view.shape = {n, k};
-  return s;
-}
-
+using testing::store_weight;
+using testing::StoredWeight;
 
 class KernelTest : public testing::KernelTableTest {};
 
