@@ -18,6 +18,7 @@
 
 #include "backend/cpu_backend.h"
 #include "engine/engine_core.h"
+#include "engine/spec_decode_replay.h"
 #include "engine/test_model_fixture.h"
 #include "runner/generate.h"
 #include "spec_decode/draft_controller.h"
@@ -117,41 +118,20 @@ class DraftModelTest : public testing::TestModelFixture {
     backend::CpuBackend backend(pool);
     for (const EngineRequest& r : reqs) {
       spec_decode::DraftController controller(cfg.speculative);
-      const std::vector<int32_t>& out = plain.outputs.at(r.request_id);
-      std::vector<int32_t> context = r.prompt_token_ids;
-      context.push_back(out.at(0));
-      size_t next = 1;
-      while (next < out.size()) {
-        const int64_t room =
-            std::min<int64_t>(cfg.scheduler.max_model_len - static_cast<int64_t>(context.size()),
-                              r.stop.max_tokens - static_cast<int64_t>(next)) -
-            1;
-        const int64_t k = room > 0 ? controller.next_draft_len(room) : 0;
-        std::vector<int32_t> d;
-        if (k > 0) {
-          runner::GenerateOptions options;
-          options.max_tokens = k;
-          options.sampling.temperature = 0.0;
-          options.kv_dtype = cfg.kv_cache_dtype;
-          auto g = runner::generate(draft, context, options, backend);
-          EXPECT_TRUE(g.ok()) << g.status().to_string();
-          if (g.ok()) d = g->output_ids;
-        }
-        size_t accepted = 0;
-        while (accepted < d.size() && next + accepted < out.size() &&
-               d[accepted] == out[next + accepted]) {
-          ++accepted;
-        }
-        if (!d.empty()) {
-          ++p.num_drafts;
-          p.num_draft_tokens += static_cast<int64_t>(d.size());
-          p.num_accepted_tokens += static_cast<int64_t>(accepted);
-          controller.on_verified(static_cast<int64_t>(d.size()), static_cast<int64_t>(accepted));
-        }
-        const size_t gained = std::min(accepted + 1, out.size() - next);
-        context.insert(context.end(), out.begin() + next, out.begin() + next + gained);
-        next += gained;
-      }
+      testing::replay_speculation(
+          r, plain.outputs.at(r.request_id), cfg.scheduler.max_model_len, controller,
+          [&](spec_decode::DraftController& c, const std::vector<int32_t>& context, int64_t room) {
+            const int64_t k = c.next_draft_len(room);
+            if (k <= 0) return std::vector<int32_t>{};
+            runner::GenerateOptions options;
+            options.max_tokens = k;
+            options.sampling.temperature = 0.0;
+            options.kv_dtype = cfg.kv_cache_dtype;
+            auto g = runner::generate(draft, context, options, backend);
+            EXPECT_TRUE(g.ok()) << g.status().to_string();
+            return g.ok() ? g->output_ids : std::vector<int32_t>{};
+          },
+          p);
     }
     return p;
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "engine/spec_decode_replay.h"
 #include "engine/test_model_fixture.h"
 #include "spec_decode/draft_controller.h"
 
@@ -102,39 +103,19 @@ class SpecDecodeTest : public testing::TestModelFixture {
   // per-request policy: the drafts each step would propose and how many of
   // them the actual next tokens accept. The test models differ in how much
   // they copy their context (the MoE and quantized variants hardly do here).
-  struct Predictability {
-    int64_t num_drafts = 0, num_draft_tokens = 0, num_accepted = 0;
-  };
+  using Predictability = SpecDecodeStats;
   static Predictability predictability(const std::vector<EngineRequest>& reqs, const Run& plain,
                                        int64_t max_model_len = 1 << 30) {
     Predictability p;
     const spec_decode::SpeculativeConfig spec = config(512, true).speculative;
     for (const EngineRequest& r : reqs) {
       spec_decode::DraftController controller(spec);
-      const std::vector<int32_t>& out = plain.outputs.at(r.request_id);
-      std::vector<int32_t> context = r.prompt_token_ids;
-      context.push_back(out.at(0));
-      size_t next = 1;  // out[next] is the token the next step must produce
-      while (next < out.size()) {
-        const int64_t room = std::min<int64_t>(max_model_len - static_cast<int64_t>(context.size()),
-                                               r.stop.max_tokens - static_cast<int64_t>(next)) -
-                             1;
-        std::vector<int32_t> d = room > 0 ? controller.propose(context, room) : std::vector<int32_t>{};
-        size_t accepted = 0;
-        while (accepted < d.size() && next + accepted < out.size() &&
-               d[accepted] == out[next + accepted]) {
-          ++accepted;
-        }
-        if (!d.empty()) {
-          ++p.num_drafts;
-          p.num_draft_tokens += static_cast<int64_t>(d.size());
-          p.num_accepted += static_cast<int64_t>(accepted);
-          controller.on_verified(static_cast<int64_t>(d.size()), static_cast<int64_t>(accepted));
-        }
-        const size_t gained = std::min(accepted + 1, out.size() - next);
-        context.insert(context.end(), out.begin() + next, out.begin() + next + gained);
-        next += gained;
-      }
+      testing::replay_speculation(
+          r, plain.outputs.at(r.request_id), max_model_len, controller,
+          [](spec_decode::DraftController& c, const std::vector<int32_t>& context, int64_t room) {
+            return c.propose(context, room);
+          },
+          p);
     }
     return p;
   }
@@ -145,11 +126,11 @@ class SpecDecodeTest : public testing::TestModelFixture {
     EXPECT_TRUE(s.spec_decode_enabled);
     EXPECT_GT(p.num_drafts, 0) << "the workload never gives the proposer a match";
     EXPECT_GT(s.spec_decode.num_drafts, 0);
-    if (p.num_accepted > 0) {
+    if (p.num_accepted_tokens > 0) {
       EXPECT_GT(s.spec_decode.num_accepted_tokens, 0)
-          << "no draft was ever accepted; the replay accepted " << p.num_accepted;
+          << "no draft was ever accepted; the replay accepted " << p.num_accepted_tokens;
     }
-    if (p.num_draft_tokens > p.num_accepted) {
+    if (p.num_draft_tokens > p.num_accepted_tokens) {
       EXPECT_GT(s.spec_decode.num_draft_tokens, s.spec_decode.num_accepted_tokens)
           << "no draft was ever rejected";
     }
@@ -169,7 +150,7 @@ TEST_F(SpecDecodeTest, GreedyEqualsPlainUnderBatching) {
   // With a budget that never cuts a draft, the engine does exactly what the replay does.
   EXPECT_EQ(spec.stats.spec_decode.num_drafts, p.num_drafts);
   EXPECT_EQ(spec.stats.spec_decode.num_draft_tokens, p.num_draft_tokens);
-  EXPECT_EQ(spec.stats.spec_decode.num_accepted_tokens, p.num_accepted);
+  EXPECT_EQ(spec.stats.spec_decode.num_accepted_tokens, p.num_accepted_tokens);
   EXPECT_FALSE(plain.stats.spec_decode_enabled);
   EXPECT_EQ(plain.stats.spec_decode.num_drafts, 0);
   // Logprobs are the target's at each accepted token. A verify step runs k + 1
