@@ -147,6 +147,20 @@ bool same_activations(const Prepared& p, const Prepared& q) {
 
 // Prepares every matmul of mm; the result lives until the next call on this
 // thread (the engine thread: one grouped call at a time).
+// The prepared activations (bf16 copy or q8 quantization) and their padded
+// widths of `from`, for a matmul whose x is the same and prepared the same.
+void share_prepared_x(const MatmulArgs& from, MatmulArgs& to) {
+  to.x_bf16 = from.x_bf16;
+  to.x_q8 = from.x_q8;
+  to.x_q8_scale = from.x_q8_scale;
+  to.k_pad64 = from.k_pad64;
+  to.x_q8s = from.x_q8s;
+  to.x_q8_sum16 = from.x_q8_sum16;
+  to.x_q8_nsum4 = from.x_q8_nsum4;
+  to.x_q8_fsum4 = from.x_q8_fsum4;
+  to.k_pad256 = from.k_pad256;
+}
+
 const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatmul* mm,
                                          int64_t count) {
   thread_local std::vector<Prepared> prepared;
@@ -174,17 +188,7 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
   for (int64_t i = 0; i < count; ++i) {
     Prepared& p = prepared[i];
     if (i > 0 && same_activations(prepared[i - 1], p)) {
-      MatmulArgs& a = p.a;
-      const MatmulArgs& prev = prepared[i - 1].a;
-      a.x_bf16 = prev.x_bf16;
-      a.x_q8 = prev.x_q8;
-      a.x_q8_scale = prev.x_q8_scale;
-      a.k_pad64 = prev.k_pad64;
-      a.x_q8s = prev.x_q8s;
-      a.x_q8_sum16 = prev.x_q8_sum16;
-      a.x_q8_nsum4 = prev.x_q8_nsum4;
-      a.x_q8_fsum4 = prev.x_q8_fsum4;
-      a.k_pad256 = prev.k_pad256;
+      share_prepared_x(prepared[i - 1].a, p.a);
       continue;
     }
     prepare_x(p, at);
