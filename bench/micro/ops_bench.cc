@@ -201,10 +201,10 @@ void time_mode(benchmark::internal::Benchmark* b) {
 }
 
 void matmul_args(benchmark::internal::Benchmark* b, std::vector<DType> dtypes, bool onednn) {
-  for (int64_t m : {1, 16, 512}) {
+  for (int64_t m : {1, 4, 8, 16, 512}) {
     for (DType dtype : dtypes) {
       std::vector<std::pair<int64_t, int64_t>> shapes = kShapes;
-      if (m != 16) shapes.push_back(kPeerShape);
+      if (m == 1 || m == 512) shapes.push_back(kPeerShape);
       for (auto [n, k] : shapes) {
         if (m == 512 && n == 151936) continue;  // prefill computes logits for the last token only
         if (!onednn) {

@@ -282,6 +282,14 @@ struct Bf16Block {
   int64_t kc;
 };
 
+// Compile-time flag for a tile's k step: masked (the tail) or not.
+template <bool B>
+struct MaskedStep {
+  static constexpr bool value = B;
+};
+
+// One MR x NR tile over the block's kc: acc[i][r] is a 16-lane partial sum
+// of x row i0 + i against weight row jr + r, one chain over k in order.
 template <int MR, int NR>
 void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_stride,
                const float* bias, bool accumulate) {
@@ -291,13 +299,19 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
   const uint16_t* w0 = b.w + jr * b.w_stride;
   // In elements; rows of one block are contiguous when w_stride == kc.
   const int64_t ahead = prefetch_ahead(NR, b.w_stride * 2) / 2;
-  for (int64_t kk = 0; kk < b.kc; kk += 32) {
-    __mmask32 m = tail_mask32(b.kc - kk);
+  // One k step of 32 values; the masked form only for a tail of kc that is
+  // not a multiple of 32 (masked-off lanes of w are zero, x is zero padded,
+  // so both forms add the same values).
+  auto step = [&](int64_t kk, auto masked) {
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(w0 + r * b.w_stride + ahead + kk), _MM_HINT_T0);
-      wv[r] = _mm512_maskz_loadu_epi16(m, w0 + r * b.w_stride + kk);
+      if constexpr (decltype(masked)::value) {
+        wv[r] = _mm512_maskz_loadu_epi16(tail_mask32(b.kc - kk), w0 + r * b.w_stride + kk);
+      } else {
+        wv[r] = _mm512_loadu_si512(w0 + r * b.w_stride + kk);
+      }
     }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
@@ -307,17 +321,71 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
         acc[i][r] = _mm512_dpbf16_ps(acc[i][r], (__m512bh)xv, (__m512bh)wv[r]);
       }
     }
-  }
+  };
+  const int64_t kc_full = b.kc & ~int64_t{31};
+  int64_t kk = 0;
+  for (; kk < kc_full; kk += 32) step(kk, MaskedStep<false>{});
+  if (kk < b.kc) step(kk, MaskedStep<true>{});
   store_tile<MR, NR>(acc, y, y_stride, bias, accumulate);
 }
 
-// One x row (MR = 1) walks the weight rows one at a time: a single sequential
-// stream over contiguous rows, which the hardware prefetchers follow on every
-// host we have seen, where four interleaved row streams ran at half the read
-// bandwidth on some (BENCHMARKS.md, "Decode GEMV"). With more x rows, four
-// weight rows per tile amortize the x loads. Either way each output is one
-// accumulator chain over k reduced by the same tree, so the results are the
-// same bits for any MR and NR.
+// Calls f(RowCount<m>{}) for a run-time m in [1, MR].
+template <int MR, class F>
+STRATA_INLINE void with_row_count(int64_t m, F&& f) {
+  if constexpr (MR >= 1) {
+    if (m == MR) return f(RowCount<MR>{});
+    with_row_count<MR - 1>(m, f);
+  }
+}
+
+constexpr int64_t kDecodeChunkRows = 8;  // x rows per decode tile (MR)
+// x of at most this size (m rows of k_pad bf16) counts as fitting in L1.
+constexpr int64_t kDecodeXInL1Bytes = 32 * 1024;
+
+// Weight rows [jr, jr + NR) against all m rows of x, in chunks of up to
+// kDecodeChunkRows, first to last (forward) or last to first.
+template <int NR>
+STRATA_INLINE void group_bf16(const Bf16Block& b, int64_t m, int64_t jr, bool forward, float* y,
+                              int64_t y_stride, const float* bias, bool accumulate) {
+  const int64_t chunks = (m + kDecodeChunkRows - 1) / kDecodeChunkRows;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i0 = (forward ? c : chunks - 1 - c) * kDecodeChunkRows;
+    with_row_count<kDecodeChunkRows>(min64(kDecodeChunkRows, m - i0), [&](auto mr) {
+      tile_bf16<decltype(mr)::kValue, NR>(b, i0, jr, y + i0 * y_stride + jr, y_stride,
+                                          bias != nullptr ? bias + jr : nullptr, accumulate);
+    });
+  }
+}
+
+// Batched decode (1 < m <= 16) on this block, when x fits in L1
+// (kDecodeXInL1Bytes): each weight row, or each pair of adjacent rows once m
+// exceeds one chunk, is read once and used by every x chunk before the next,
+// the chunks visited in alternating order so that the one a row starts with
+// is still in L1 from the row before. Below nine x rows the tiles are single
+// weight rows: the weights then form one sequential stream, as at m = 1;
+// tiles of two or four rows make as many interleaved streams, which the
+// hardware prefetchers of some hosts (this Zen 4 VM among them) follow at
+// half the rate, and at m = 4 the whole matmul ran at half the speed of m = 1
+// (BENCHMARKS.md, "Batched decode"). Above eight rows, compute dominates and
+// two-row tiles (16 accumulators, 10 loads per 16 vdpbf16ps) win.
+void rows_bf16_x_in_l1(const Bf16Block& b, int64_t m, int64_t rows, float* y, int64_t y_stride,
+                       const float* bias, bool accumulate) {
+  int64_t j = 0;
+  bool forward = true;
+  if (m > kDecodeChunkRows) {
+    for (; j + 2 <= rows; j += 2, forward = !forward) {
+      group_bf16<2>(b, m, j, forward, y, y_stride, bias, accumulate);
+    }
+  }
+  for (; j < rows; ++j, forward = !forward) {
+    group_bf16<1>(b, m, j, forward, y, y_stride, bias, accumulate);
+  }
+}
+
+// The block's rows against MR rows of x from i0. One x row walks the weight
+// rows one at a time (a single sequential stream, see above); with more,
+// four weight rows per tile amortize the x loads, which come from L2 when x
+// does not fit in L1.
 template <int MR>
 void rows_bf16(const Bf16Block& b, int64_t i0, int64_t rows, float* y, int64_t y_stride,
                const float* bias, bool accumulate) {
@@ -387,6 +455,10 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
       const float* chunk_bias = last ? bias : nullptr;
       bool accumulate = k0 > 0;
       float* y = a.y + jb;
+      if (!q8 && a.m > 1 && a.m * a.k_pad * 2 <= kDecodeXInL1Bytes) {
+        rows_bf16_x_in_l1(b, a.m, rows, y, a.n, chunk_bias, accumulate);
+        continue;
+      }
       for_row_chunks(a.m, [&](auto mr, int64_t i) {
         rows_bf16<decltype(mr)::kValue>(b, i, rows, y + i * a.n, a.n, chunk_bias, accumulate);
       });

@@ -76,11 +76,34 @@ STRATA_INLINE void store_sums1(__m512 a, float* y, const float* bias, bool accum
   *y = s;
 }
 
+// Stores the reduced sums of one weight row against four x rows: y[l *
+// y_stride] (= or +=) Σ(l-th accumulator) (+ *bias), in store_sums1's order of
+// additions, so a column reduced four at a time has the same bits as one
+// reduced alone.
+STRATA_INLINE void store_column4(__m512 a, __m512 b, __m512 c, __m512 d, float* y, int64_t y_stride,
+                                 const float* bias, bool accumulate) {
+  __m128 s = reduce4(a, b, c, d);
+  for (int l = 0; l < 4; ++l) {
+    float v = s[l];
+    if (accumulate) v += y[l * y_stride];
+    if (bias != nullptr) v += *bias;
+    y[l * y_stride] = v;
+  }
+}
+
 template <int MR, int NR>
 STRATA_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t y_stride,
                               const float* bias, bool accumulate) {
+  int i0 = 0;
+  if constexpr (NR == 1) {  // one weight row: reduce four x rows' sums at once
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
+    for (; i0 + 4 <= MR; i0 += 4) {
+      store_column4(acc[i0][0], acc[i0 + 1][0], acc[i0 + 2][0], acc[i0 + 3][0], y + i0 * y_stride,
+                    y_stride, bias, accumulate);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = i0; i < MR; ++i) {
     if constexpr (NR == 4) {
       store_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], y + i * y_stride, bias, accumulate);
     } else if constexpr (NR == 2) {
