@@ -113,6 +113,29 @@ TEST_P(KernelTest, Bf16MatmulIsBatchInvariant) {
   }
 }
 
+// The same for Q8_0 weights, whichever decode kernel the table has (the
+// AVX512-VNNI one also tiles x inside and outside L1 differently).
+TEST_P(KernelTest, Q8MatmulIsBatchInvariant) {
+  const int64_t n = 37;
+  for (int64_t k : {1088, 2560}) {
+    std::vector<float> wf = random_floats(n * k, 7, -2.0f, 2.0f);
+    StoredWeight sw = store_weight(wf, n, k, DType::kQ8_0);
+    MatmulWeight w = MatmulWeight::prepare(sw.view);
+    for (int64_t m = 2; m <= cpu::kDecodeMaxRows; ++m) {
+      std::vector<float> x = random_floats(m * k, 8 + m, -3.0f, 3.0f);
+      std::vector<float> y_batch(m * n), y_one(n);
+      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y_batch.data(), pool_);
+      for (int64_t i = 0; i < m; ++i) {
+        cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, y_one.data(), pool_);
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_EQ(y_one[j], y_batch[i * n + j]) << "k " << k << " m " << m << " row " << i
+                                                  << " col " << j;
+        }
+      }
+    }
+  }
+}
+
 // The error bound documented in BENCHMARKS.md for bf16 activation rounding,
 // against exact f32 math (not the bf16-rounded reference).
 TEST_P(KernelTest, Bf16ActivationErrorBound) {

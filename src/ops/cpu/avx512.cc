@@ -163,6 +163,19 @@ void matmul_f32_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
+// Calls f(RowCount<m>{}) for a run-time m in [1, MR].
+template <int MR, class F>
+STRATA_INLINE void with_row_count(int64_t m, F&& f) {
+  if constexpr (MR >= 1) {
+    if (m == MR) return f(RowCount<MR>{});
+    with_row_count<MR - 1>(m, f);
+  }
+}
+
+constexpr int64_t kDecodeChunkRows = 8;  // x rows per decode tile (MR)
+// x of at most this size (m rows of k_pad bf16) counts as fitting in L1.
+constexpr int64_t kDecodeXInL1Bytes = 32 * 1024;
+
 // ---- Q8_0 decode with int8 activations (AVX512-VNNI) ----
 // llama.cpp's scheme: x is quantized per 32-block once per call (x_to_q8),
 // then each (x block, weight block) pair is one vpdpbusd int32 sum scaled by
@@ -261,6 +274,21 @@ void rows_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_beg
 
 void matmul_q8q8_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   int64_t row_bytes = a.k / 32 * 34;
+  if (a.m > 1 && a.m * a.k_pad64 <= kDecodeXInL1Bytes) {
+    // As rows_bf16_x_in_l1: one weight row at a time (a single stream over
+    // the weights), used by every chunk of x rows, chunks in alternating order.
+    const int64_t chunks = (a.m + kDecodeChunkRows - 1) / kDecodeChunkRows;
+    for (int64_t j = n_begin; j < n_end; ++j) {
+      const bool forward = (j - n_begin) % 2 == 0;
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t i0 = (forward ? c : chunks - 1 - c) * kDecodeChunkRows;
+        with_row_count<kDecodeChunkRows>(min64(kDecodeChunkRows, a.m - i0), [&](auto mr) {
+          tile_q8q8<decltype(mr)::kValue, 1>(a, row_bytes, i0, j);
+        });
+      }
+    }
+    return;
+  }
   for (int64_t jb = n_begin; jb < n_end; jb += 64) {
     int64_t je = min64(jb + 64, n_end);
     for_row_chunks(a.m, [&](auto rows, int64_t i) {
@@ -328,19 +356,6 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
   if (kk < b.kc) step(kk, MaskedStep<true>{});
   store_tile<MR, NR>(acc, y, y_stride, bias, accumulate);
 }
-
-// Calls f(RowCount<m>{}) for a run-time m in [1, MR].
-template <int MR, class F>
-STRATA_INLINE void with_row_count(int64_t m, F&& f) {
-  if constexpr (MR >= 1) {
-    if (m == MR) return f(RowCount<MR>{});
-    with_row_count<MR - 1>(m, f);
-  }
-}
-
-constexpr int64_t kDecodeChunkRows = 8;  // x rows per decode tile (MR)
-// x of at most this size (m rows of k_pad bf16) counts as fitting in L1.
-constexpr int64_t kDecodeXInL1Bytes = 32 * 1024;
 
 // Weight rows [jr, jr + NR) against all m rows of x, in chunks of up to
 // kDecodeChunkRows, first to last (forward) or last to first.
