@@ -9,7 +9,9 @@
 //   weights widened to f32 in registers 16 values at a time, 16 accumulators.
 // matmul, kBF16 mode: the same tile shape on bf16 pairs with vdpbf16ps, cache
 //   blocked as [64 weight rows] x [1024 k]; quantized tiles are first dequantized
-//   to bf16 (q*d rounded to bf16) into per-thread scratch.
+//   to bf16 (q*d rounded to bf16) into per-thread scratch. Batched decode
+//   (1 < m <= 16) with x in L1: one weight row (two above 8 x rows) against
+//   chunks of up to 8 x rows, one stream over the weights (rows_bf16_x_in_l1).
 // matmul, Q8_0 decode on VNNI CPUs: x quantized to int8, vpdpbusd (see below).
 // Every output element is reduced in the same order whatever its tile, so the
 // results do not depend on m or on how n is split across threads.
