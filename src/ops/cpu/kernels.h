@@ -102,7 +102,7 @@ struct PagedAttentionItem {
 constexpr int64_t kPagedAttentionLanes = 16;
 // Floats of scratch one paged attention item needs.
 inline int64_t paged_attention_scratch_floats(int64_t head_dim) {
-  return (6 * head_dim + 2 * kPagedAttentionLanes + 4) * kPagedAttentionLanes;
+  return (5 * head_dim + 2 * kPagedAttentionLanes + 4) * kPagedAttentionLanes;
 }
 
 struct KernelTable {

@@ -301,12 +301,6 @@ void paged_attention_item_impl(const PagedAttentionBatch& b, const PagedAttentio
 template <class V, KvCacheDtype T, int kDim, int kRows>
 void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                  float* scratch) {
-  // Tiles whose scores are computed together: every score is a chain of
-  // head_dim dependent fmas, and with few rows (2 for a GQA group of 2) one
-  // tile's chains left the FMA units idle most of the time. Two tiles double
-  // the independent chains; past 8 rows their accumulators no longer fit in
-  // registers and one tile already has enough.
-  constexpr int kTiles = kRows <= 8 ? 2 : 1;
   const int64_t group = b.num_heads / b.num_kv_heads;
   const int64_t dim = kDim > 0 ? kDim : b.head_dim;
   const int64_t chunks = dim / kLanes;
@@ -317,55 +311,58 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
                             ? pos - b.sliding_window + 1
                             : 0;
   const int64_t num_rows = item.row_end - item.row_begin;
-  float* qs = scratch;                  // [kRows][dim]: scale · q (zero rows past num_rows)
-  float* o_rows = qs + kRows * dim;     // [kRows][dim]
-  float* kt = o_rows + kRows * dim;     // [kTiles][dim][16]: the tiles' K, transposed
-  float* zero_row = kt + 2 * dim * kLanes;  // [dim] zeros: keys outside the range
-  float* p = zero_row + dim;            // [kRows][16] weights of the tile
-  float* vt = p + kRows * kLanes;       // [16][dim]: the tile's V as f32 (compact types)
+  float* qs = scratch;                 // [kRows][dim]: scale · q (zero rows past num_rows)
+  float* o_rows = qs + kRows * dim;    // [kRows][dim]
+  float* kt = o_rows + kRows * dim;    // [dim][16]: the tile's K, transposed
+  float* zero_row = kt + dim * kLanes; // [dim] zeros: keys outside the range
+  float* p = zero_row + dim;           // [kRows][16] weights of the tile
+  float* vt = p + kRows * kLanes;      // [16][dim]: the tile's V as f32 (compact types)
   const float* q_rows = b.q + (token * b.num_heads + item.kv_head * group + item.row_begin) * dim;
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t d = 0; d < dim; ++d) {
       qs[r * dim + d] = r < num_rows ? q_rows[r * dim + d] * b.scale : 0.0f;
       o_rows[r * dim + d] = 0.0f;
     }
-    for (int j = 0; j < kLanes; ++j) p[r * kLanes + j] = 0.0f;
   }
   for (int64_t d = 0; d < dim; ++d) zero_row[d] = 0.0f;
-  V m[kRows], l[kRows], correction[kRows];
+  V m[kRows], l[kRows];
   for (int r = 0; r < kRows; ++r) {
     m[r] = V::set1(kNoScoreYet);  // every lane the row's running max
     l[r] = V::zero();
-    correction[r] = V::set1(1.0f);  // rows past num_rows: never read back
   }
   const uint8_t* zero_bytes = reinterpret_cast<const uint8_t*>(zero_row);
   constexpr int64_t kHeadBytes = kDim * tensor::kv_element_bytes(T);  // 0 for a run-time dim
   const int64_t head_bytes = kHeadBytes > 0 ? kHeadBytes : dim * tensor::kv_element_bytes(T);
-  auto rows_of = [&](int64_t tile, KvTileRows* k, KvTileRows* v) {
-    tile_rows<T>(b.k_cache, b, s, item.kv_head, tile, first, pos + 1, zero_bytes, k);
-    tile_rows<T>(b.v_cache, b, s, item.kv_head, tile, first, pos + 1, zero_bytes, v);
-  };
-  auto prefetch = [&](const KvTileRows& k, const KvTileRows& v) {
-    for (int j = 0; j < kLanes; ++j) {
-      for (int64_t off = 0; off < head_bytes; off += 64) {
-        __builtin_prefetch(k.values[j] + off, 0, 2);
-        __builtin_prefetch(v.values[j] + off, 0, 2);
+  KvTileRows k, v, k_next, v_next;
+  const float* v_rows[kLanes];  // the tile's V rows as f32
+  const int64_t first_tile = first / kLanes * kLanes;
+  tile_rows<T>(b.k_cache, b, s, item.kv_head, first_tile, first, pos + 1, zero_bytes, &k_next);
+  tile_rows<T>(b.v_cache, b, s, item.kv_head, first_tile, first, pos + 1, zero_bytes, &v_next);
+  for (int64_t tile = first_tile; tile <= pos; tile += kLanes) {
+    k = k_next;
+    v = v_next;
+    // Long contexts are read from memory: ask for the next tile's rows (16
+    // scattered head rows of K and of V) while this one is computed.
+    if (tile + kLanes <= pos) {
+      tile_rows<T>(b.k_cache, b, s, item.kv_head, tile + kLanes, first, pos + 1, zero_bytes,
+                   &k_next);
+      tile_rows<T>(b.v_cache, b, s, item.kv_head, tile + kLanes, first, pos + 1, zero_bytes,
+                   &v_next);
+      for (int j = 0; j < kLanes; ++j) {
+        for (int64_t off = 0; off < head_bytes; off += 64) {
+          __builtin_prefetch(k_next.values[j] + off);
+          __builtin_prefetch(v_next.values[j] + off);
+        }
       }
     }
-  };
-  auto transpose_k = [&](const KvTileRows& k, float* out) {
     for (int64_t c = 0; c < chunks; ++c) {
       V rows[kLanes];
 #pragma GCC unroll 16
       for (int j = 0; j < kLanes; ++j) rows[j] = load_kv16<V, T>(k.values[j], c * kLanes, k.scale[j]);
       V::transpose16(rows);
 #pragma GCC unroll 16
-      for (int i = 0; i < kLanes; ++i) V::store(out + (c * kLanes + i) * kLanes, rows[i]);
+      for (int i = 0; i < kLanes; ++i) V::store(kt + (c * kLanes + i) * kLanes, rows[i]);
     }
-  };
-  // The online softmax and P·V of one tile whose scores are computed.
-  auto softmax_pv = [&](int64_t tile, const V* scores, const KvTileRows& v) {
-    const float* v_rows[kLanes];  // the tile's V rows as f32
     if constexpr (T == KvCacheDtype::kF32) {
       for (int j = 0; j < kLanes; ++j) v_rows[j] = reinterpret_cast<const float*>(v.values[j]);
     } else {  // converted once, read by every row of the item
@@ -377,6 +374,15 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
         v_rows[j] = dst;
       }
     }
+    V scores[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) scores[r] = V::zero();
+    for (int64_t d = 0; d < dim; ++d) {
+      const V kd = V::load(kt + d * kLanes);
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) scores[r] = V::fmadd(V::set1(qs[r * dim + d]), kd, scores[r]);
+    }
+    V correction[kRows];
     for (int r = 0; r < num_rows; ++r) {
       const V sc = V::visible_keys(scores[r], static_cast<float>(tile), static_cast<float>(first),
                                    static_cast<float>(pos));
@@ -391,31 +397,12 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
       m[r] = m_new;
     }
     // P·V one 16-wide slice of head_dim at a time: the tile's 16 V slices stay
-    // in registers for every row (o·c, then fma over the keys in order), and
-    // rows go two at a time, two independent chains.
-    const int64_t rows_even = num_rows + (num_rows & 1) <= kRows ? num_rows + (num_rows & 1)
-                                                                 : num_rows;
+    // in registers for every row (o·c, then fma over the keys in order).
     for (int64_t c = 0; c < chunks; ++c) {
       V vc[kLanes];
 #pragma GCC unroll 16
       for (int j = 0; j < kLanes; ++j) vc[j] = V::load(v_rows[j] + c * kLanes);
-      int64_t r = 0;
-      for (; r + 2 <= rows_even; r += 2) {
-        const float* p0 = p + r * kLanes;
-        const float* p1 = p0 + kLanes;
-        float* o0 = o_rows + r * dim + c * kLanes;
-        float* o1 = o0 + dim;
-        V a0 = V::mul(V::load(o0), correction[r]);
-        V a1 = V::mul(V::load(o1), correction[r + 1]);
-#pragma GCC unroll 16
-        for (int j = 0; j < kLanes; ++j) {
-          a0 = V::fmadd(V::set1(p0[j]), vc[j], a0);
-          a1 = V::fmadd(V::set1(p1[j]), vc[j], a1);
-        }
-        V::store(o0, a0);
-        V::store(o1, a1);
-      }
-      for (; r < num_rows; ++r) {
+      for (int r = 0; r < num_rows; ++r) {
         const float* pr = p + r * kLanes;
         float* o = o_rows + r * dim + c * kLanes;
         V oc = V::mul(V::load(o), correction[r]);
@@ -424,56 +411,6 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
         V::store(o, oc);
       }
     }
-  };
-  KvTileRows k[kTiles], v[kTiles], k_next[kTiles], v_next[kTiles];
-  const int64_t first_tile = first / kLanes * kLanes;
-  for (int t = 0; t < kTiles; ++t) {
-    if (first_tile + t * kLanes <= pos) rows_of(first_tile + t * kLanes, &k_next[t], &v_next[t]);
-  }
-  for (int64_t tile = first_tile; tile <= pos; tile += kTiles * kLanes) {
-    int n_tiles = 0;  // tiles of this step inside the context (1..kTiles)
-    for (int t = 0; t < kTiles; ++t) {
-      if (tile + t * kLanes > pos) break;
-      k[t] = k_next[t];
-      v[t] = v_next[t];
-      ++n_tiles;
-    }
-    // Long contexts are read from memory: ask for the next step's rows (16
-    // scattered head rows of K and of V per tile) while this one is computed.
-    for (int t = 0; t < kTiles; ++t) {
-      const int64_t next = tile + (kTiles + t) * kLanes;
-      if (next > pos) break;
-      rows_of(next, &k_next[t], &v_next[t]);
-      prefetch(k_next[t], v_next[t]);
-    }
-    V scores[kTiles][kRows];
-    for (int t = 0; t < n_tiles; ++t) transpose_k(k[t], kt + t * dim * kLanes);
-#pragma GCC unroll 16
-    for (int t = 0; t < kTiles; ++t) {
-#pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) scores[t][r] = V::zero();
-    }
-    if (n_tiles == kTiles) {
-      for (int64_t d = 0; d < dim; ++d) {
-#pragma GCC unroll 16
-        for (int t = 0; t < kTiles; ++t) {
-          const V kd = V::load(kt + (t * dim + d) * kLanes);
-#pragma GCC unroll 16
-          for (int r = 0; r < kRows; ++r) {
-            scores[t][r] = V::fmadd(V::set1(qs[r * dim + d]), kd, scores[t][r]);
-          }
-        }
-      }
-    } else {
-      for (int64_t d = 0; d < dim; ++d) {
-        const V kd = V::load(kt + d * kLanes);
-#pragma GCC unroll 16
-        for (int r = 0; r < kRows; ++r) {
-          scores[0][r] = V::fmadd(V::set1(qs[r * dim + d]), kd, scores[0][r]);
-        }
-      }
-    }
-    for (int t = 0; t < n_tiles; ++t) softmax_pv(tile + t * kLanes, scores[t], v[t]);
   }
   float l_lanes[kLanes];
   for (int64_t r = 0; r < num_rows; ++r) {
