@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -88,52 +89,42 @@ TEST_P(KernelTest, MatmulMatchesReference) {
   }
 }
 
-// Every decode batch size, with x inside and outside L1 (the AVX-512 kernel
-// tiles the two differently, avx512.cc rows_bf16_x_in_l1), an odd number of
-// weight rows and a k that ends mid-vector: each row of a batch has the bits
-// of the same row computed alone.
-TEST_P(KernelTest, Bf16MatmulIsBatchInvariant) {
+// Every decode batch size m in [2, 16] on an n = 37 weight of `dtype` with
+// each k of `ks`: each row of the batch has the bits of the same row
+// computed alone.
+void expect_batch_invariant(const cpu::KernelTable& table, ThreadPool& pool, DType dtype,
+                            std::initializer_list<int64_t> ks) {
   const int64_t n = 37;
-  for (int64_t k : {1100, 2500}) {
-    std::vector<float> wf = random_floats(n * k, 5);
-    StoredWeight sw = store_weight(wf, n, k, DType::kBF16);
+  for (int64_t k : ks) {
+    std::vector<float> wf = random_floats(n * k, 5, -2.0f, 2.0f);
+    StoredWeight sw = store_weight(wf, n, k, dtype);
     MatmulWeight w = MatmulWeight::prepare(sw.view);
     for (int64_t m = 2; m <= cpu::kDecodeMaxRows; ++m) {
-      std::vector<float> x = random_floats(m * k, 6 + m);
+      std::vector<float> x = random_floats(m * k, static_cast<uint32_t>(6 + m), -3.0f, 3.0f);
       std::vector<float> y_batch(m * n), y_one(n);
-      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y_batch.data(), pool_);
+      cpu::run_matmul(table, x.data(), m, w, nullptr, y_batch.data(), pool);
       for (int64_t i = 0; i < m; ++i) {
-        cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, y_one.data(), pool_);
+        cpu::run_matmul(table, x.data() + i * k, 1, w, nullptr, y_one.data(), pool);
         for (int64_t j = 0; j < n; ++j) {
-          ASSERT_EQ(y_one[j], y_batch[i * n + j]) << "k " << k << " m " << m << " row " << i
-                                                  << " col " << j;
+          ASSERT_EQ(y_one[j], y_batch[i * n + j]) << tensor::dtype_name(dtype) << " k " << k
+                                                  << " m " << m << " row " << i << " col " << j;
         }
       }
     }
   }
 }
 
-// The same for Q8_0 weights, whichever decode kernel the table has (the
-// AVX512-VNNI one also tiles x inside and outside L1 differently).
+// BF16 with x inside and outside L1 (the AVX-512 kernel tiles the two
+// differently, avx512.cc rows_bf16_x_in_l1), an odd number of weight rows
+// and a k that ends mid-vector.
+TEST_P(KernelTest, Bf16MatmulIsBatchInvariant) {
+  expect_batch_invariant(*table_, pool_, DType::kBF16, {1100, 2500});
+}
+
+// Q8_0, whichever decode kernel the table has (the AVX512-VNNI one also
+// tiles x inside and outside L1 differently).
 TEST_P(KernelTest, Q8MatmulIsBatchInvariant) {
-  const int64_t n = 37;
-  for (int64_t k : {1088, 2560}) {
-    std::vector<float> wf = random_floats(n * k, 7, -2.0f, 2.0f);
-    StoredWeight sw = store_weight(wf, n, k, DType::kQ8_0);
-    MatmulWeight w = MatmulWeight::prepare(sw.view);
-    for (int64_t m = 2; m <= cpu::kDecodeMaxRows; ++m) {
-      std::vector<float> x = random_floats(m * k, 8 + m, -3.0f, 3.0f);
-      std::vector<float> y_batch(m * n), y_one(n);
-      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y_batch.data(), pool_);
-      for (int64_t i = 0; i < m; ++i) {
-        cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, y_one.data(), pool_);
-        for (int64_t j = 0; j < n; ++j) {
-          ASSERT_EQ(y_one[j], y_batch[i * n + j]) << "k " << k << " m " << m << " row " << i
-                                                  << " col " << j;
-        }
-      }
-    }
-  }
+  expect_batch_invariant(*table_, pool_, DType::kQ8_0, {1088, 2560});
 }
 
 // The error bound documented in BENCHMARKS.md for bf16 activation rounding,
