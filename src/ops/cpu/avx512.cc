@@ -178,6 +178,20 @@ constexpr int64_t kDecodeChunkRows = 8;  // x rows per decode tile (MR)
 // x of at most this size (m rows of k_pad bf16) counts as fitting in L1.
 constexpr int64_t kDecodeXInL1Bytes = 32 * 1024;
 
+// Calls f(RowCount<rows>{}, i0) for the chunks of up to kDecodeChunkRows of
+// the m rows of x, first to last (forward) or last to first: batched decode
+// visits them in alternating order per weight row, so the chunk a row starts
+// with is still in L1 from the row before.
+template <class F>
+STRATA_INLINE void for_decode_chunks(int64_t m, bool forward, F&& f) {
+  const int64_t chunks = (m + kDecodeChunkRows - 1) / kDecodeChunkRows;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i0 = (forward ? c : chunks - 1 - c) * kDecodeChunkRows;
+    with_row_count<kDecodeChunkRows>(min64(kDecodeChunkRows, m - i0),
+                                     [&](auto mr) { f(mr, i0); });
+  }
+}
+
 // ---- Q8_0 decode with int8 activations (AVX512-VNNI) ----
 // llama.cpp's scheme: x is quantized per 32-block once per call (x_to_q8),
 // then each (x block, weight block) pair is one vpdpbusd int32 sum scaled by
@@ -279,15 +293,10 @@ void matmul_q8q8_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   if (a.m > 1 && a.m * a.k_pad64 <= kDecodeXInL1Bytes) {
     // As rows_bf16_x_in_l1: one weight row at a time (a single stream over
     // the weights), used by every chunk of x rows, chunks in alternating order.
-    const int64_t chunks = (a.m + kDecodeChunkRows - 1) / kDecodeChunkRows;
     for (int64_t j = n_begin; j < n_end; ++j) {
-      const bool forward = (j - n_begin) % 2 == 0;
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t i0 = (forward ? c : chunks - 1 - c) * kDecodeChunkRows;
-        with_row_count<kDecodeChunkRows>(min64(kDecodeChunkRows, a.m - i0), [&](auto mr) {
-          tile_q8q8<decltype(mr)::kValue, 1>(a, row_bytes, i0, j);
-        });
-      }
+      for_decode_chunks(a.m, (j - n_begin) % 2 == 0, [&](auto mr, int64_t i0) {
+        tile_q8q8<decltype(mr)::kValue, 1>(a, row_bytes, i0, j);
+      });
     }
     return;
   }
@@ -359,19 +368,14 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
   store_tile<MR, NR>(acc, y, y_stride, bias, accumulate);
 }
 
-// Weight rows [jr, jr + NR) against all m rows of x, in chunks of up to
-// kDecodeChunkRows, first to last (forward) or last to first.
+// Weight rows [jr, jr + NR) against all m rows of x (for_decode_chunks).
 template <int NR>
 STRATA_INLINE void group_bf16(const Bf16Block& b, int64_t m, int64_t jr, bool forward, float* y,
                               int64_t y_stride, const float* bias, bool accumulate) {
-  const int64_t chunks = (m + kDecodeChunkRows - 1) / kDecodeChunkRows;
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t i0 = (forward ? c : chunks - 1 - c) * kDecodeChunkRows;
-    with_row_count<kDecodeChunkRows>(min64(kDecodeChunkRows, m - i0), [&](auto mr) {
-      tile_bf16<decltype(mr)::kValue, NR>(b, i0, jr, y + i0 * y_stride + jr, y_stride,
-                                          bias != nullptr ? bias + jr : nullptr, accumulate);
-    });
-  }
+  for_decode_chunks(m, forward, [&](auto mr, int64_t i0) {
+    tile_bf16<decltype(mr)::kValue, NR>(b, i0, jr, y + i0 * y_stride + jr, y_stride,
+                                        bias != nullptr ? bias + jr : nullptr, accumulate);
+  });
 }
 
 // Batched decode (1 < m <= 16) on this block, when x fits in L1
@@ -452,6 +456,7 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
   // breaks the row's stream and gains nothing at m <= 16, where x stays in
   // L1/L2); Q8_0 rows are dequantized tile by tile into the scratch.
   const int64_t tile_k = q8 ? kBf16TileK : a.k;
+  const bool x_in_l1 = !q8 && a.m > 1 && a.m * a.k_pad * 2 <= kDecodeXInL1Bytes;
   for (int64_t jb = n_begin; jb < n_end; jb += kBf16TileRows) {
     int64_t rows = min64(kBf16TileRows, n_end - jb);
     const float* bias = a.bias != nullptr ? a.bias + jb : nullptr;
@@ -472,7 +477,7 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
       const float* chunk_bias = last ? bias : nullptr;
       bool accumulate = k0 > 0;
       float* y = a.y + jb;
-      if (!q8 && a.m > 1 && a.m * a.k_pad * 2 <= kDecodeXInL1Bytes) {
+      if (x_in_l1) {
         rows_bf16_x_in_l1(b, a.m, rows, y, a.n, chunk_bias, accumulate);
         continue;
       }
