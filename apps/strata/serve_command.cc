@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "commands.h"
 #include "engine/engine.h"
+#include "engine/step_budget.h"
 #include "engine/tokenizer_loader.h"
 #include "flags.h"
 #include "kernel_calibration_flag.h"
@@ -45,7 +46,7 @@ struct ServeFlags {
   std::string served_model_name;
   std::string max_model_len = "auto";
   int64_t max_num_seqs = 256;
-  int64_t max_num_batched_tokens = 2048;
+  int64_t max_num_batched_tokens = 0;  // 0 = auto (engine/step_budget.h)
   int64_t block_size = 16;
   bool enable_prefix_caching = true;
   std::string kv_cache_memory;
@@ -129,7 +130,10 @@ void register_flags(FlagSet& flags, ServeFlags& f) {
   flags.add_string("max-model-len", &f.max_model_len,
                    "context length (e.g. 4096, 32k); auto = the model's max_position_embeddings");
   flags.add_int("max-num-seqs", &f.max_num_seqs, "maximum running requests");
-  flags.add_int("max-num-batched-tokens", &f.max_num_batched_tokens, "tokens per engine step");
+  flags.add_int("max-num-batched-tokens", &f.max_num_batched_tokens,
+                "tokens per engine step (decodes + prefill chunks); 0 = auto: the smallest "
+                "multiple of 256 (up to 2048) whose prefill outweighs a step's fixed cost "
+                "10 to 1 (256 for 0.5B+ models)");
   flags.add_int("block-size", &f.block_size, "tokens per KV block");
   flags.add_bool("enable-prefix-caching", &f.enable_prefix_caching, "reuse cached prompt prefixes");
   flags.add_string("kv-cache-memory", &f.kv_cache_memory,
@@ -367,7 +371,11 @@ StatusOr<engine::EngineConfig> engine_config(const ServeFlags& f, const model::M
   STRATA_ASSIGN_OR_RETURN(c.kv_cache_dtype,
                           tensor::parse_kv_cache_dtype(f.kv_cache_dtype, model.weight_dtype()));
   c.scheduler.max_num_seqs = f.max_num_seqs;
-  c.scheduler.max_num_batched_tokens = std::max(f.max_num_batched_tokens, int64_t{1});
+  c.scheduler.max_num_batched_tokens =
+      f.max_num_batched_tokens > 0
+          ? f.max_num_batched_tokens
+          : engine::auto_max_num_batched_tokens(model.prefill_flops_per_token(),
+                                                model.decode_weight_bytes());
   c.scheduler.max_model_len = max_model_len;
   c.block_size = f.block_size;
   c.enable_prefix_caching = f.enable_prefix_caching;
@@ -439,6 +447,10 @@ Status check_flags(const ServeFlags& f) {
     }
   }
   if (f.port < 0 || f.port > 65535) return invalid_argument("--port must be in [0, 65535]");
+  if (f.max_num_batched_tokens < 0) {
+    return invalid_argument("--max-num-batched-tokens must be positive (0 = auto), got " +
+                            std::to_string(f.max_num_batched_tokens));
+  }
   if (auto mode = ops::parse_calibration_mode(f.kernel_calibration); !mode.ok()) {
     return mode.status();
   }
@@ -476,6 +488,11 @@ int serve(const ServeFlags& f) {
   const int64_t max_len = loaded->max_model_len;
   StatusOr<engine::EngineConfig> config = engine_config(f, *loaded->model, max_len);
   if (!config.ok()) return fail(config.status());
+  STRATA_LOG(kInfo) << "max_num_batched_tokens=" << config->scheduler.max_num_batched_tokens
+                    << (f.max_num_batched_tokens > 0 ? "" : " (auto)") << ", "
+                    << loaded->model->prefill_flops_per_token() / 1e9
+                    << " GFLOP per prompt token, "
+                    << loaded->model->decode_weight_bytes() / 1e6 << " MB of weights per step";
   StatusOr<std::unique_ptr<model::Model>> draft = load_draft_model(f, *config);
   if (!draft.ok()) return fail(draft.status());
   StatusOr<int64_t> body_limit = parse_size("max-request-body", f.max_request_body, true);

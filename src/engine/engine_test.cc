@@ -13,6 +13,9 @@
 #include <memory>
 #include <thread>
 
+#include "model/model.h"
+#include "tensor/dtype.h"
+
 namespace strata::engine {
 namespace {
 
@@ -189,6 +192,36 @@ TEST(EngineTest, InvalidRequestIsRejectedSynchronously) {
   EXPECT_EQ(s.message(), "prompt has 600 tokens; the maximum model length is 512");
   EXPECT_FALSE(called);
   EXPECT_TRUE((*engine)->is_healthy());
+}
+
+// The step-budget default is computed from this figure (step_budget.h): the
+// matmul shapes' FLOPs, attention, then the dense MLP, or the router, top-k
+// routed experts and shared expert. Exact for one unquantized dtype; a
+// K-quant file mixes block sizes (Q4_K_M: Q4_K and Q6_K), hence the margin.
+TEST(EngineTest, PrefillFlopsPerTokenCountsTheLayerMatmuls) {
+  auto model = load_model();
+  if (!model) GTEST_SKIP() << "STRATA_TEST_MODEL_DIR not set";
+  const model::ModelConfig& c = model->config();
+  const model::MoeConfig& moe = c.moe;
+  const int64_t h = c.hidden_size;
+  const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  int64_t multiply_adds = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    multiply_adds += h * (q + 2 * kv) + q * h;
+    if (!moe.is_sparse_layer(i)) {
+      multiply_adds += 3 * h * c.intermediate_size;
+      continue;
+    }
+    multiply_adds += h * moe.num_experts + moe.num_experts_per_tok * 3 * h * moe.moe_intermediate_size;
+    if (moe.shared_expert_intermediate_size > 0) {
+      multiply_adds += 3 * h * moe.shared_expert_intermediate_size + h;
+    }
+  }
+  if (!tensor::is_quantized(model->weight_dtype())) {
+    EXPECT_EQ(model->prefill_flops_per_token(), 2 * multiply_adds);
+  } else {
+    EXPECT_NEAR(model->prefill_flops_per_token(), 2 * multiply_adds, 0.15 * 2 * multiply_adds);
+  }
 }
 
 }  // namespace

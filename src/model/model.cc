@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "model/layers/fused_linear.h"
+#include "tensor/dtype.h"
 
 namespace strata::model {
 
@@ -45,6 +46,16 @@ int64_t Model::decode_weight_bytes() const {
   int64_t bytes = lm_head_.size_bytes() + embed_tokens_.row_bytes();
   for (const DecoderLayer& l : layers_) bytes += l.weight_bytes();
   return bytes;
+}
+
+int64_t Model::prefill_flops_per_token() const {
+  int64_t bytes = 0;
+  for (const DecoderLayer& l : layers_) bytes += l.weight_bytes();
+  const tensor::DType dtype = weight_dtype();
+  const double elements = static_cast<double>(bytes) *
+                          static_cast<double>(tensor::dtype_block_size(dtype)) /
+                          static_cast<double>(tensor::dtype_block_bytes(dtype));
+  return static_cast<int64_t>(2.0 * elements);
 }
 
 int64_t Model::num_parameters() const {

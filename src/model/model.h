@@ -48,6 +48,12 @@ class Model {
   int64_t vocab_size() const { return config_.vocab_size; }
   // Bytes of weights read by one decode step (all matmuls + one embedding row).
   int64_t decode_weight_bytes() const;
+  // Matmul FLOPs (2 per multiply-add) one prompt token costs in the decoder
+  // layers (attention projections, the MLP or the routed top-k experts and
+  // the shared expert). The lm_head is left out: a prefill step computes
+  // logits only for the rows it samples. Counted from the layers' weight bytes
+  // at the model's weight dtype, so mixed-precision files are approximate.
+  int64_t prefill_flops_per_token() const;
   int64_t num_parameters() const;
 
   // The dtype of the stored weights (the embedding's), which
