@@ -18,7 +18,9 @@
 // (BENCHMARKS.md, "A per-step prefill budget"): Qwen2.5-0.5B BF16 gets 256
 // (mean TTFT at 16 streams 9.6-9.8 s -> 4.9-5.0 s, throughput even or
 // better than at 2048); bench-small (30M parameters) gets 512, where 256
-// cost up to 18% of the throughput at 16 streams and 2048 doubled its TTFT.
+// cost up to 18% of the throughput at 16 streams and 2048 nearly doubled its
+// mean TTFT. (512 against 2048 there assumes the scheduler's rule that a
+// prompt which fits a step whole is not split behind another prefill.)
 //
 // Pure function, any thread.
 #pragma once

@@ -104,7 +104,8 @@ void Scheduler::record_first_schedule(Request* r, int64_t num_local_hit, int64_t
   stats_.prompt_tokens_local_compute += r->num_prompt_tokens() - num_local_hit - num_external;
 }
 
-Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& budget) {
+Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& budget,
+                                  bool step_has_prefill) {
   if (r->status == RequestStatus::kWaitingForRemoteKvs) return Admit::kSkip;
   kv::ComputedBlocks hit;
   int64_t num_computed = 0;
@@ -140,6 +141,9 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
   }
   const int64_t remaining = r->num_tokens() - num_computed;
   if (!config_.enable_chunked_prefill && remaining > budget) return Admit::kStop;
+  if (step_has_prefill && remaining > budget && remaining <= config_.max_num_batched_tokens) {
+    return Admit::kDefer;
+  }
   const int64_t n = chunk_size(*r, num_computed, budget);
   if (!kv_.allocate_slots(r->key(), num_computed, n, hit, r->block_hashes(), r->all_token_ids())) {
     return Admit::kStop;
@@ -169,7 +173,11 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
       ++idx;
       continue;
     }
-    const Admit result = admit(r, out, budget);
+    const bool step_has_prefill =
+        std::any_of(out.scheduled.begin(), out.scheduled.end(),
+                    [](const ScheduledRequest& s) { return s.num_new_tokens > 1 || !s.samples; });
+    const Admit result = admit(r, out, budget, step_has_prefill);
+    if (result == Admit::kDefer) break;
     if (result == Admit::kStop) {
       if (connector_ == nullptr) break;
       out_of_blocks = true;

@@ -17,7 +17,12 @@
 //      connector is then asked how many further tokens its tiers can load: a
 //      request with such a hit gets its blocks and waits for the copy
 //      (kWaitingForRemoteKvs) while later requests are admitted; a request
-//      whose lookup must be retried is skipped this step.
+//      whose lookup must be retried is skipped this step. A prompt that
+//      would fit whole in a step's budget is not cut to fill what another
+//      prompt's prefill left of this one: admission stops and it starts next
+//      step, whole (it would have finished there anyway, and this step ends
+//      sooner for everyone in it). Prompts longer than the budget, or one
+//      that only decodes share the step with, are chunked as before.
 // update_from_output() appends each request's sampled tokens (one, or for a
 // verify step the accepted drafts plus one), finishes requests that hit EOS, a
 // stop token, max_tokens or max_model_len (dropping the tokens after it), and
@@ -165,8 +170,8 @@ class Scheduler {
   void schedule_running(SchedulerOutput& out, int64_t& budget);
   void schedule_waiting(SchedulerOutput& out, int64_t& budget);
   // Admits waiting_[idx] if it fits. Returns how to go on.
-  enum class Admit { kScheduled, kLoading, kSkip, kStop };
-  Admit admit(Request* r, SchedulerOutput& out, int64_t& budget);
+  enum class Admit { kScheduled, kLoading, kSkip, kStop, kDefer };
+  Admit admit(Request* r, SchedulerOutput& out, int64_t& budget, bool step_has_prefill);
   void record_first_schedule(Request* r, int64_t num_local_hit, int64_t num_external);
   void preempt(Request* victim, SchedulerOutput& out);
   bool check_stop(Request& r, int32_t token);

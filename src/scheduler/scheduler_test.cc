@@ -4,6 +4,7 @@
 
 #include <map>
 #include <numeric>
+#include <string>
 
 namespace strata::scheduler {
 namespace {
@@ -106,6 +107,50 @@ TEST(SchedulerTest, ChunkedPrefillRespectsBudgetAndMixesWithDecodes) {
   h.run_to_completion();
   EXPECT_EQ(h.outputs_["long"], reference_output(prompt_of(40, 500), 3));
   EXPECT_EQ(h.outputs_["short"], reference_output(prompt_of(3, 1), 20));
+}
+
+// A prompt that fits a step whole is not cut to fill what another prompt's
+// prefill left: it starts, whole, in the next step. Prompts longer than the
+// budget, and a prompt that shares its step only with decodes, are chunked.
+TEST(SchedulerTest, PromptThatFitsAStepIsNotSplitBehindAnotherPrefill) {
+  Harness h(256, {.max_num_batched_tokens = 32, .max_model_len = 256});
+  ASSERT_TRUE(h.add("a", prompt_of(20, 1), 4).ok());
+  ASSERT_TRUE(h.add("b", prompt_of(20, 300), 4).ok());
+  SchedulerOutput first = h.step();
+  ASSERT_EQ(first.scheduled.size(), 1u);  // b would get 12 of its 20 tokens: it waits
+  EXPECT_EQ(first.scheduled[0].request->request_id(), "a");
+  EXPECT_EQ(first.scheduled[0].num_new_tokens, 20);
+  SchedulerOutput second = h.step();
+  ASSERT_EQ(second.scheduled.size(), 2u);
+  EXPECT_EQ(second.scheduled[0].num_new_tokens, 1);   // a decodes
+  EXPECT_EQ(second.scheduled[1].num_new_tokens, 20);  // b, whole
+  EXPECT_TRUE(second.scheduled[1].samples);
+
+  // Longer than the budget: chunked next to another prefill as before.
+  ASSERT_TRUE(h.add("c", prompt_of(10, 600), 4).ok());
+  ASSERT_TRUE(h.add("d", prompt_of(50, 700), 4).ok());
+  SchedulerOutput third = h.step();
+  ASSERT_EQ(third.scheduled.size(), 4u);  // a, b decode; c whole; a 20-token chunk of d
+  EXPECT_EQ(third.scheduled[2].num_new_tokens, 10);
+  EXPECT_EQ(third.scheduled[3].num_new_tokens, 20);
+  EXPECT_FALSE(third.scheduled[3].samples);
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_["b"], reference_output(prompt_of(20, 300), 4));
+  EXPECT_EQ(h.outputs_["d"], reference_output(prompt_of(50, 700), 4));
+}
+
+TEST(SchedulerTest, PromptNextToDecodesOnlyIsStillChunked) {
+  Harness h(256, {.max_num_batched_tokens = 8, .max_model_len = 256});
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(h.add("r" + std::to_string(i), prompt_of(1, 10 * i + 1), 9).ok());
+  }
+  h.step();  // four one-token prompts
+  ASSERT_TRUE(h.add("p", prompt_of(6, 900), 2).ok());
+  SchedulerOutput out = h.step();
+  ASSERT_EQ(out.scheduled.size(), 5u);
+  EXPECT_EQ(out.scheduled[4].num_new_tokens, 4);  // 8 - 4 decodes; it would wait forever otherwise
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_["p"], reference_output(prompt_of(6, 900), 2));
 }
 
 TEST(SchedulerTest, PreemptionByRecomputeGivesSameOutputs) {
