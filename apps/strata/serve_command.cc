@@ -448,7 +448,7 @@ Status check_flags(const ServeFlags& f) {
   }
   if (f.port < 0 || f.port > 65535) return invalid_argument("--port must be in [0, 65535]");
   if (f.max_num_batched_tokens < 0) {
-    return invalid_argument("--max-num-batched-tokens must be positive (0 = auto), got " +
+    return invalid_argument("--max-num-batched-tokens must be positive, or 0 for the automatic choice; got " +
                             std::to_string(f.max_num_batched_tokens));
   }
   if (auto mode = ops::parse_calibration_mode(f.kernel_calibration); !mode.ok()) {

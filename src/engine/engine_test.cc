@@ -212,7 +212,8 @@ TEST(EngineTest, PrefillFlopsPerTokenCountsTheLayerMatmuls) {
       multiply_adds += 3 * h * c.intermediate_size;
       continue;
     }
-    multiply_adds += h * moe.num_experts + moe.num_experts_per_tok * 3 * h * moe.moe_intermediate_size;
+    multiply_adds += h * moe.num_experts;  // the router
+    multiply_adds += moe.num_experts_per_tok * 3 * h * moe.moe_intermediate_size;
     if (moe.shared_expert_intermediate_size > 0) {
       multiply_adds += 3 * h * moe.shared_expert_intermediate_size + h;
     }

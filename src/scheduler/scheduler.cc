@@ -163,6 +163,8 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
 void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
   size_t idx = 0;
   bool out_of_blocks = false;
+  auto is_prefill = [](const ScheduledRequest& s) { return s.num_new_tokens > 1 || !s.samples; };
+  bool step_has_prefill = std::any_of(out.scheduled.begin(), out.scheduled.end(), is_prefill);
   while (idx < waiting_.size() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
     Request* r = waiting_[idx];
@@ -173,9 +175,6 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
       ++idx;
       continue;
     }
-    const bool step_has_prefill =
-        std::any_of(out.scheduled.begin(), out.scheduled.end(),
-                    [](const ScheduledRequest& s) { return s.num_new_tokens > 1 || !s.samples; });
     const Admit result = admit(r, out, budget, step_has_prefill);
     if (result == Admit::kDefer) break;
     if (result == Admit::kStop) {
@@ -188,6 +187,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int64_t& budget) {
       ++idx;
       continue;
     }
+    step_has_prefill = step_has_prefill || is_prefill(out.scheduled.back());
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(idx));
     running_.push_back(r);
   }
