@@ -141,9 +141,10 @@ Scheduler::Admit Scheduler::admit(Request* r, SchedulerOutput& out, int64_t& bud
   }
   const int64_t remaining = r->num_tokens() - num_computed;
   if (!config_.enable_chunked_prefill && remaining > budget) return Admit::kStop;
-  if (step_has_prefill && remaining > budget && remaining <= config_.max_num_batched_tokens) {
-    return Admit::kDefer;
-  }
+  // Whole in a step of its own (chunk_size: the budget and long_prefill_token_threshold).
+  const bool fits_a_step =
+      chunk_size(*r, num_computed, config_.max_num_batched_tokens) == remaining;
+  if (step_has_prefill && remaining > budget && fits_a_step) return Admit::kDefer;
   const int64_t n = chunk_size(*r, num_computed, budget);
   if (!kv_.allocate_slots(r->key(), num_computed, n, hit, r->block_hashes(), r->all_token_ids())) {
     return Admit::kStop;

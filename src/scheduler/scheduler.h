@@ -21,8 +21,9 @@
 //      would fit whole in a step's budget is not cut to fill what another
 //      prompt's prefill left of this one: admission stops and it starts next
 //      step, whole (it would have finished there anyway, and this step ends
-//      sooner for everyone in it). Prompts longer than the budget, or one
-//      that only decodes share the step with, are chunked as before.
+//      sooner for everyone in it). Prompts no step takes whole (over the
+//      budget or long_prefill_token_threshold), or one that only decodes
+//      share the step with, are chunked as before.
 // update_from_output() appends each request's sampled tokens (one, or for a
 // verify step the accepted drafts plus one), finishes requests that hit EOS, a
 // stop token, max_tokens or max_model_len (dropping the tokens after it), and

@@ -139,6 +139,21 @@ TEST(SchedulerTest, PromptThatFitsAStepIsNotSplitBehindAnotherPrefill) {
   EXPECT_EQ(h.outputs_["d"], reference_output(prompt_of(50, 700), 4));
 }
 
+// With long_prefill_token_threshold below the prompt, no step takes it whole:
+// waiting would gain nothing, so it is chunked at once.
+TEST(SchedulerTest, PromptOverTheChunkThresholdIsChunkedAtOnce) {
+  Harness h(256, {.max_num_batched_tokens = 32, .max_model_len = 256,
+                  .long_prefill_token_threshold = 16});
+  ASSERT_TRUE(h.add("a", prompt_of(20, 1), 4).ok());
+  ASSERT_TRUE(h.add("b", prompt_of(20, 300), 4).ok());
+  SchedulerOutput first = h.step();
+  ASSERT_EQ(first.scheduled.size(), 2u);
+  EXPECT_EQ(first.scheduled[0].num_new_tokens, 16);
+  EXPECT_EQ(first.scheduled[1].num_new_tokens, 16);
+  h.run_to_completion();
+  EXPECT_EQ(h.outputs_["b"], reference_output(prompt_of(20, 300), 4));
+}
+
 TEST(SchedulerTest, PromptNextToDecodesOnlyIsStillChunked) {
   Harness h(256, {.max_num_batched_tokens = 8, .max_model_len = 256});
   for (int i = 0; i < 4; ++i) {
@@ -148,7 +163,8 @@ TEST(SchedulerTest, PromptNextToDecodesOnlyIsStillChunked) {
   ASSERT_TRUE(h.add("p", prompt_of(6, 900), 2).ok());
   SchedulerOutput out = h.step();
   ASSERT_EQ(out.scheduled.size(), 5u);
-  EXPECT_EQ(out.scheduled[4].num_new_tokens, 4);  // 8 - 4 decodes; it would wait forever otherwise
+  // 8 - 4 decodes: deferred, it would wait forever.
+  EXPECT_EQ(out.scheduled[4].num_new_tokens, 4);
   h.run_to_completion();
   EXPECT_EQ(h.outputs_["p"], reference_output(prompt_of(6, 900), 2));
 }
