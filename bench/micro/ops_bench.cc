@@ -252,16 +252,19 @@ void BM_PagedAttention(benchmark::State& state) {
   const auto dtype = static_cast<tensor::KvCacheDtype>(state.range(7));
   const tensor::KvRowLayout layout{dtype, kv_heads, dim};
   const int64_t block = 16, blocks_per_seq = (ctx + block - 1) / block;
+  const tensor::KvTileLayout tiles{layout, tensor::kv_tile_tokens(block)};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const int64_t rows = num_seqs * blocks_per_seq * block;
-  std::vector<uint8_t> k(static_cast<size_t>(rows * layout.row_bytes()));
+  std::vector<uint8_t> k(static_cast<size_t>(rows * layout.row_bytes())), v(k.size());
   std::vector<float> x(static_cast<size_t>(kv_heads * dim));
+  std::vector<uint8_t> row(static_cast<size_t>(layout.row_bytes()));
   for (int64_t r = 0; r < rows; ++r) {
     for (float& e : x) e = u(rng);
-    tensor::encode_kv_row(x.data(), layout, 0.0f, k.data() + r * layout.row_bytes());
+    tensor::encode_kv_row(x.data(), layout, 0.0f, row.data());
+    tensor::store_kv_row(row.data(), tiles, tensor::KvSide::kKey, r, k.data());
+    tensor::store_kv_row(row.data(), tiles, tensor::KvSide::kValue, r, v.data());
   }
-  std::vector<uint8_t> v = k;
   std::vector<int32_t> table(static_cast<size_t>(num_seqs * blocks_per_seq));
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   std::shuffle(table.begin(), table.end(), rng);

@@ -17,8 +17,8 @@ struct QueryTask {
   int64_t first_key;  // first visible position (sliding window)
 };
 
-QueryTask task_for_token(const AttentionMetadata& md, const PagedAttentionParams& p,
-                         int64_t token, int32_t seq) {
+QueryTask task_for_token(const AttentionMetadata& md, const PagedAttentionParams& p, int64_t token,
+                         int32_t seq) {
   const int64_t num_new = md.query_start_loc[seq + 1] - md.query_start_loc[seq];
   const int64_t position = md.seq_lens[seq] - num_new + (token - md.query_start_loc[seq]);
   int64_t first = 0;
@@ -34,15 +34,17 @@ std::vector<int32_t> seq_of_tokens(const AttentionMetadata& md) {
   return seq;
 }
 
-// Head kv_head of the row at `position`, as f32.
-std::vector<float> kv_row(const uint8_t* cache, const AttentionMetadata& md,
+// Head kv_head of the K (or V) row at `position`, as f32.
+std::vector<float> kv_row(const uint8_t* cache, tensor::KvSide side, const AttentionMetadata& md,
                           const PagedAttentionParams& p, int32_t seq, int64_t position,
                           int64_t kv_head) {
   const int32_t block = md.block_tables[seq * md.max_blocks_per_seq + position / p.block_size];
   const int64_t slot = int64_t{block} * p.block_size + position % p.block_size;
-  const tensor::KvRowLayout layout = p.kv_layout();
+  const tensor::KvTileLayout layout = p.kv_tile_layout();
+  std::vector<uint8_t> row(layout.row.row_bytes());
+  tensor::load_kv_row(cache, layout, side, slot, row.data());
   std::vector<float> out(p.head_dim);
-  tensor::decode_kv_head(cache + slot * layout.row_bytes(), layout, kv_head, out.data());
+  tensor::decode_kv_head(row.data(), layout.row, kv_head, out.data());
   return out;
 }
 
@@ -55,14 +57,16 @@ void check_params(const AttentionMetadata& md, const PagedAttentionParams& p) {
 }  // namespace
 
 void reshape_and_cache(const float* k, const float* v, const AttentionMetadata& md,
-                       const tensor::KvRowLayout& layout, float k_scale, float v_scale,
+                       const tensor::KvTileLayout& layout, float k_scale, float v_scale,
                        uint8_t* k_cache, uint8_t* v_cache) {
-  const int64_t row_floats = layout.num_kv_heads * layout.head_dim;
-  const int64_t row_bytes = layout.row_bytes();
+  const int64_t row_floats = layout.row.num_kv_heads * layout.row.head_dim;
+  std::vector<uint8_t> row(layout.row.row_bytes());
   for (int64_t t = 0; t < md.num_tokens(); ++t) {
     const int64_t slot = md.slot_mapping[t];
-    tensor::encode_kv_row(k + t * row_floats, layout, k_scale, k_cache + slot * row_bytes);
-    tensor::encode_kv_row(v + t * row_floats, layout, v_scale, v_cache + slot * row_bytes);
+    tensor::encode_kv_row(k + t * row_floats, layout.row, k_scale, row.data());
+    tensor::store_kv_row(row.data(), layout, tensor::KvSide::kKey, slot, k_cache);
+    tensor::encode_kv_row(v + t * row_floats, layout.row, v_scale, row.data());
+    tensor::store_kv_row(row.data(), layout, tensor::KvSide::kValue, slot, v_cache);
   }
 }
 
@@ -108,7 +112,8 @@ void paged_attention_reference(const float* q, const uint8_t* k_cache, const uin
       const float* qh = q + (t * p.num_heads + h) * p.head_dim;
       std::vector<double> scores;
       for (int64_t j = task.first_key; j <= task.position; ++j) {
-        const std::vector<float> k = kv_row(k_cache, md, p, task.seq, j, h / group);
+        const std::vector<float> k =
+            kv_row(k_cache, tensor::KvSide::kKey, md, p, task.seq, j, h / group);
         double s = 0.0;
         for (int64_t i = 0; i < p.head_dim; ++i) s += double{qh[i]} * k[i];
         scores.push_back(s * p.scale);
@@ -119,7 +124,8 @@ void paged_attention_reference(const float* q, const uint8_t* k_cache, const uin
       float* o = out + (t * p.num_heads + h) * p.head_dim;
       std::vector<double> acc(p.head_dim, 0.0);
       for (int64_t j = task.first_key; j <= task.position; ++j) {
-        const std::vector<float> v = kv_row(v_cache, md, p, task.seq, j, h / group);
+        const std::vector<float> v =
+            kv_row(v_cache, tensor::KvSide::kValue, md, p, task.seq, j, h / group);
         for (int64_t i = 0; i < p.head_dim; ++i) acc[i] += scores[j - task.first_key] * v[i];
       }
       for (int64_t i = 0; i < p.head_dim; ++i) o[i] = static_cast<float>(acc[i] / sum);

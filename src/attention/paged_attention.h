@@ -1,10 +1,11 @@
 // Attention over a paged KV cache for a flat batch of sequences.
 //
 // KV layout of one layer (the KV memory, see backend/kv_memory.h):
-//   k_cache, v_cache: [num_blocks, block_size] token rows of
-//   tensor::KvRowLayout{kv_dtype, num_kv_heads, head_dim} (for f32 that is
-//   [num_blocks, block_size, num_kv_heads, head_dim] floats)
-// A slot s = block_id * block_size + offset addresses one token's row.
+//   k_cache, v_cache: num_blocks * block_size token slots in tiles of
+//   tensor::KvTileLayout{{kv_dtype, num_kv_heads, head_dim},
+//   kv_tile_tokens(block_size)}: 16 slots (or a block, when block_size is
+//   not a multiple of 16) grouped by kv head, K transposed.
+// A slot s = block_id * block_size + offset addresses one token.
 //
 // reshape_and_cache writes the new tokens' K/V rows into their slots;
 // paged_attention then computes causal grouped-query attention for every
@@ -39,13 +40,17 @@ struct PagedAttentionParams {
   tensor::KvCacheDtype kv_dtype = tensor::KvCacheDtype::kF32;
 
   tensor::KvRowLayout kv_layout() const { return {kv_dtype, num_kv_heads, head_dim}; }
+  tensor::KvTileLayout kv_tile_layout() const {
+    return {kv_layout(), tensor::kv_tile_tokens(block_size)};
+  }
 };
 
-// k, v: [num_tokens, num_kv_heads, head_dim] f32 -> cache rows at
-// slot_mapping, encoded as `layout` (tensor::encode_kv_row). k_scale,
-// v_scale > 0: fixed fp8 scales (a checkpoint's); 0: per token and head.
+// k, v: [num_tokens, num_kv_heads, head_dim] f32 -> the caches' slots at
+// slot_mapping, each token's row encoded as layout.row (tensor::encode_kv_row)
+// and placed as `layout` says (tensor::store_kv_row). k_scale, v_scale > 0:
+// fixed fp8 scales (a checkpoint's); 0: per token and head.
 void reshape_and_cache(const float* k, const float* v, const AttentionMetadata& md,
-                       const tensor::KvRowLayout& layout, float k_scale, float v_scale,
+                       const tensor::KvTileLayout& layout, float k_scale, float v_scale,
                        uint8_t* k_cache, uint8_t* v_cache);
 
 // The ops kernel's view of one layer's call (pointers into md, q, the caches
@@ -59,7 +64,8 @@ void paged_attention(const float* q, const uint8_t* k_cache, const uint8_t* v_ca
                      const AttentionMetadata& md, const PagedAttentionParams& p, float* out,
                      ThreadPool& pool);
 
-// Reads every K/V row through tensor::decode_kv_head, then f64 throughout.
+// Reads every K/V row through tensor::load_kv_row and decode_kv_head, then f64
+// throughout.
 void paged_attention_reference(const float* q, const uint8_t* k_cache, const uint8_t* v_cache,
                                const AttentionMetadata& md, const PagedAttentionParams& p,
                                float* out);

@@ -2,15 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <numeric>
+#include <random>
 
 #include "base/cpu_features.h"
 #include "ops/cpu/kernels.h"
-
-#include <algorithm>
-#include <cmath>
-#include <numeric>
-#include <random>
 
 namespace strata::attention {
 namespace {
@@ -55,7 +54,9 @@ Built build(const Case& c, uint32_t seed) {
   Built b;
   const int row = c.num_kv_heads * c.head_dim;
   const tensor::KvRowLayout layout{c.kv_dtype, c.num_kv_heads, c.head_dim};
+  const tensor::KvTileLayout tiles{layout, tensor::kv_tile_tokens(c.block_size)};
   const int64_t row_bytes = layout.row_bytes();
+  std::vector<uint8_t> row_buf(row_bytes);
   const int num_seqs = static_cast<int>(c.context_lens.size());
   int max_blocks = 0, total_blocks = 0;
   for (int len : c.context_lens) {
@@ -84,10 +85,13 @@ Built build(const Case& c, uint32_t seed) {
     for (float& x : ks) x = dist(rng);
     for (float& x : vs) x = dist(rng);
     for (int pos = 0; pos < len; ++pos) {
-      int64_t slot = int64_t{b.md.block_tables[s * max_blocks + pos / c.block_size]} * c.block_size +
-                     pos % c.block_size;
-      tensor::encode_kv_row(&ks[pos * row], layout, 0.0f, &b.k_cache[slot * row_bytes]);
-      tensor::encode_kv_row(&vs[pos * row], layout, 0.0f, &b.v_cache[slot * row_bytes]);
+      int64_t slot =
+          int64_t{b.md.block_tables[s * max_blocks + pos / c.block_size]} * c.block_size +
+          pos % c.block_size;
+      tensor::encode_kv_row(&ks[pos * row], layout, 0.0f, row_buf.data());
+      tensor::store_kv_row(row_buf.data(), tiles, tensor::KvSide::kKey, slot, b.k_cache.data());
+      tensor::encode_kv_row(&vs[pos * row], layout, 0.0f, row_buf.data());
+      tensor::store_kv_row(row_buf.data(), tiles, tensor::KvSide::kValue, slot, b.v_cache.data());
       if (pos >= len - c.num_new[s]) b.md.slot_mapping.push_back(slot);
     }
     b.k_seq.push_back(stored_values(ks, layout));
@@ -145,10 +149,13 @@ ops::PagedAttentionBatch batch_of(const Built& b, const PagedAttentionParams& p,
 }
 
 PagedAttentionParams params_of(const Case& c) {
-  return {c.num_heads,    c.num_kv_heads,
-          c.head_dim,     c.block_size,
+  return {c.num_heads,
+          c.num_kv_heads,
+          c.head_dim,
+          c.block_size,
           static_cast<float>(1.0 / std::sqrt(double(c.head_dim))),
-          c.sliding_window, c.kv_dtype};
+          c.sliding_window,
+          c.kv_dtype};
 }
 
 // Every kernel table, with q and out shifted off their natural alignment by
@@ -198,13 +205,9 @@ TEST(PagedAttentionTest, MixedPrefillChunksAndDecodes) {
   run_case({{7, 33, 20}, {7, 10, 1}, 6, 3, 8, 4}, 2);
 }
 
-TEST(PagedAttentionTest, MultiHeadAndOddHeadDim) {
-  run_case({{9, 3}, {9, 3}, 3, 3, 13, 5}, 3);
-}
+TEST(PagedAttentionTest, MultiHeadAndOddHeadDim) { run_case({{9, 3}, {9, 3}, 3, 3, 13, 5}, 3); }
 
-TEST(PagedAttentionTest, SlidingWindow) {
-  run_case({{30, 12}, {30, 1}, 4, 1, 16, 4, 8}, 4);
-}
+TEST(PagedAttentionTest, SlidingWindow) { run_case({{30, 12}, {30, 1}, 4, 1, 16, 4, 8}, 4); }
 
 // The compact dtypes through both kernels (decode and lane) and the
 // reference: the kernels must compute with exactly the stored values.
@@ -279,10 +282,11 @@ TEST(PagedAttentionTest, RowResultsDoNotDependOnTheBatch) {
 // token: the decode kernel) to give the same bits as the same token computed
 // in a prefill chunk (the lane kernel), for every head grouping it serves.
 void check_decode_equals_prefill(int heads, int kv_heads, int dim, int window,
-                                 KvCacheDtype dtype = KvCacheDtype::kF32) {
+                                 KvCacheDtype dtype = KvCacheDtype::kF32, int block_size = 16) {
   SCOPED_TRACE(tensor::kv_cache_dtype_name(dtype));
+  SCOPED_TRACE("block_size " + std::to_string(block_size));
   const int ctx = 93;
-  const Case chunk{{ctx}, {6}, heads, kv_heads, dim, 16, window, dtype};
+  const Case chunk{{ctx}, {6}, heads, kv_heads, dim, block_size, window, dtype};
   Built b = build(chunk, 31);
   const PagedAttentionParams p = params_of(chunk);
   ThreadPool pool(2);
@@ -310,6 +314,11 @@ TEST(PagedAttentionTest, DecodedTokenEqualsTheSameTokenInAPrefillChunk) {
   check_decode_equals_prefill(12, 1, 32, 0);   // 12 rows (16-row variant), runtime head_dim
   check_decode_equals_prefill(20, 1, 16, 0);   // 20 rows: two items
   check_decode_equals_prefill(8, 2, 64, 37);   // sliding window
+  // Blocks of 32 (two pool tiles a block) and of 5 and 8 (a pool tile a
+  // block: keys read one by one).
+  check_decode_equals_prefill(14, 2, 64, 0, KvCacheDtype::kF32, 32);
+  check_decode_equals_prefill(14, 2, 64, 0, KvCacheDtype::kBF16, 5);
+  check_decode_equals_prefill(8, 2, 64, 37, KvCacheDtype::kFp8E4M3, 8);
   for (KvCacheDtype d : kAllDtypes) {
     check_decode_equals_prefill(14, 2, 64, 0, d);
     check_decode_equals_prefill(12, 1, 32, 0, d);
@@ -321,30 +330,38 @@ TEST(PagedAttentionTest, ReshapeAndCacheWritesSlots) {
   AttentionMetadata md;
   md.slot_mapping = {5, 0};
   std::vector<float> k = {1, 2, 3, 4}, v = {5, 6, 7, 9};
-  const tensor::KvRowLayout f32{KvCacheDtype::kF32, 1, 2};
-  std::vector<uint8_t> kc(12 * 4, 0), vc(12 * 4, 0);
+  // Tiles of 4 slots (block size 4), 1 head of 2: K [d][4], V [4][d].
+  const tensor::KvTileLayout f32{{KvCacheDtype::kF32, 1, 2}, 4};
+  std::vector<uint8_t> kc(8 * 8, 0), vc(8 * 8, 0);
   reshape_and_cache(k.data(), v.data(), md, f32, 0.0f, 0.0f, kc.data(), vc.data());
   auto at = [](const std::vector<uint8_t>& c, int i) {
     float f;
     std::memcpy(&f, c.data() + 4 * i, 4);
     return f;
   };
-  EXPECT_EQ(at(kc, 10), 1);
-  EXPECT_EQ(at(kc, 11), 2);
+  EXPECT_EQ(at(kc, 8 + 1), 1);  // slot 5: tile 1 (floats 8..15), index 1
+  EXPECT_EQ(at(kc, 8 + 4 + 1), 2);
   EXPECT_EQ(at(kc, 0), 3);
+  EXPECT_EQ(at(kc, 4), 4);
+  EXPECT_EQ(at(vc, 8 + 2), 5);
+  EXPECT_EQ(at(vc, 8 + 3), 6);
   EXPECT_EQ(at(vc, 1), 9);
-  // fp8 rows: 2 value bytes then the scale; a fixed scale is written as given.
-  const tensor::KvRowLayout fp8{KvCacheDtype::kFp8E4M3, 1, 2};
-  std::vector<uint8_t> k8(6 * fp8.row_bytes(), 0), v8(k8.size(), 0);
+  // fp8: a tile's 4 x 2 value bytes, then its 4 scales; a fixed scale is
+  // written as given.
+  const tensor::KvTileLayout fp8{{KvCacheDtype::kFp8E4M3, 1, 2}, 4};
+  std::vector<uint8_t> k8(8 * fp8.row.row_bytes(), 0), v8(k8.size(), 0);
   reshape_and_cache(k.data(), v.data(), md, fp8, 0.0f, 0.25f, k8.data(), v8.data());
+  std::vector<uint8_t> bytes(fp8.row.row_bytes());
   float row[2];
-  tensor::decode_kv_head(k8.data() + 5 * fp8.row_bytes(), fp8, 0, row);
+  tensor::load_kv_row(k8.data(), fp8, tensor::KvSide::kKey, 5, bytes.data());
+  tensor::decode_kv_head(bytes.data(), fp8.row, 0, row);
   EXPECT_EQ(row[0], 1);
   EXPECT_EQ(row[1], 2);
   float v_scale;
-  std::memcpy(&v_scale, v8.data() + fp8.scale_offset(0), 4);
+  std::memcpy(&v_scale, v8.data() + fp8.scale_offset(0, 0), 4);
   EXPECT_EQ(v_scale, 0.25f);
-  tensor::decode_kv_head(v8.data(), fp8, 0, row);
+  tensor::load_kv_row(v8.data(), fp8, tensor::KvSide::kValue, 0, bytes.data());
+  tensor::decode_kv_head(bytes.data(), fp8.row, 0, row);
   EXPECT_EQ(row[1], 9);  // 36 * 0.25, exact in e4m3
 }
 

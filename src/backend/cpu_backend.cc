@@ -98,7 +98,7 @@ void CpuBackend::weighted_scatter_add(const float* y, int64_t m, int64_t n,
 void CpuBackend::reshape_and_cache(const float* k, const float* v,
                                    const attention::AttentionMetadata& md, float k_scale,
                                    float v_scale, KvMemory& kv, int64_t layer) {
-  attention::reshape_and_cache(k, v, md, kv.layout(), k_scale, v_scale, kv.k(layer), kv.v(layer));
+  attention::reshape_and_cache(k, v, md, kv.tile_layout(), k_scale, v_scale, kv.k(layer), kv.v(layer));
 }
 
 void CpuBackend::paged_attention(const float* q, const KvMemory& kv, int64_t layer,

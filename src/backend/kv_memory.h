@@ -1,11 +1,12 @@
 // The KV pool's memory: for every layer, K and V for num_blocks blocks of
 // block_size token slots, each slot one row of tensor::KvRowLayout (the
-// --kv-cache-dtype element type, plus per-head scales for fp8), on the
-// backend's device. Block ids come from kv::BlockPool; this class only owns
-// the bytes, in the layout paged attention reads:
+// --kv-cache-dtype element type, plus per-head scales for fp8) worth of
+// bytes, on the backend's device. Block ids come from kv::BlockPool; this
+// class only owns the bytes, in the layout paged attention reads:
 //
-//   k(layer), v(layer): [num_blocks, block_size] rows of row_bytes()
-//   (f32: [num_blocks, block_size, num_kv_heads, head_dim] floats)
+//   k(layer), v(layer): num_blocks * block_size slots, block_bytes() a
+//   block, in tiles of tile_layout() (tensor/kv_row_layout.h: 16 slots
+//   grouped by kv head, K transposed)
 //
 // Ownership: allocated by Backend::allocate_kv_memory next to the KV
 // accounting (the engine core) and shared through KvMemoryHandle by the
@@ -41,6 +42,9 @@ class KvMemory {
   const tensor::KvRowLayout& layout() const { return layout_; }
   int64_t row_bytes() const { return layout_.row_bytes(); }
   int64_t block_bytes() const { return block_size_ * layout_.row_bytes(); }  // one layer, K or V
+  tensor::KvTileLayout tile_layout() const {
+    return {layout_, tensor::kv_tile_tokens(block_size_)};
+  }
 
   uint8_t* k(int64_t layer) { return k_[layer].as<uint8_t>(); }
   uint8_t* v(int64_t layer) { return v_[layer].as<uint8_t>(); }

@@ -193,10 +193,12 @@ void attention(const float* q, const float* k, const float* v, const AttentionSh
 // Every K/V row a token sees must have been written (reshape_and_cache first).
 struct PagedAttentionBatch {
   const float* q = nullptr;        // [num_tokens, num_heads, head_dim]
-  // [num_blocks, block_size] token rows laid out as tensor::KvRowLayout
-  // {kv_dtype, num_kv_heads, head_dim} (f32: [.., num_kv_heads, head_dim]).
+  // num_blocks * block_size token slots in tiles of tensor::KvTileLayout
+  // {{kv_dtype, num_kv_heads, head_dim}, kv_tile_tokens(block_size)}: 16
+  // slots grouped by kv head, K transposed (block sizes that are not a
+  // multiple of 16 are read key by key, more slowly).
   const uint8_t* k_cache = nullptr;
-  const uint8_t* v_cache = nullptr;  // same layout as k_cache
+  const uint8_t* v_cache = nullptr;  // V side of the same layout
   tensor::KvCacheDtype kv_dtype = tensor::KvCacheDtype::kF32;
   const int32_t* query_start_loc = nullptr;  // [num_seqs + 1]
   const int32_t* seq_lens = nullptr;         // [num_seqs]

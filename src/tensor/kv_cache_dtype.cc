@@ -12,9 +12,9 @@ namespace {
 struct Fp8Params {
   int mant_bits;
   int bias;
-  uint32_t max_code;       // largest finite magnitude code
-  float min_normal;        // 2^(1 - bias)
-  float subnormal_scale;   // 2^(bias - 1 + mant_bits): subnormal value -> its code
+  uint32_t max_code;      // largest finite magnitude code
+  float min_normal;       // 2^(1 - bias)
+  float subnormal_scale;  // 2^(bias - 1 + mant_bits): subnormal value -> its code
 };
 
 constexpr Fp8Params kE4M3{3, 7, 0x7e, 0x1p-6f, 0x1p9f};
@@ -186,6 +186,44 @@ void decode_kv_head(const uint8_t* row, const KvRowLayout& layout, int64_t head,
       return;
     }
   }
+}
+
+namespace {
+
+// Calls f(row offset, cache offset, bytes) for each contiguous run of the
+// row's bytes in slot `slot` of a cache laid out as `layout`.
+template <class F>
+void for_each_row_run(const KvTileLayout& layout, KvSide side, int64_t slot, F f) {
+  const KvRowLayout& r = layout.row;
+  const int64_t e = kv_element_bytes(r.dtype);
+  const int64_t tile = layout.tile_offset(slot), i = slot % layout.tile_tokens;
+  for (int64_t h = 0; h < r.num_kv_heads; ++h) {
+    if (side == KvSide::kValue) {
+      f(r.head_offset(h), tile + layout.value_offset(side, i, h, 0), r.head_dim * e);
+    } else {
+      for (int64_t d = 0; d < r.head_dim; ++d) {
+        f(r.head_offset(h) + d * e, tile + layout.value_offset(side, i, h, d), e);
+      }
+    }
+    if (kv_cache_dtype_has_scales(r.dtype))
+      f(r.scale_offset(h), tile + layout.scale_offset(i, h), 4);
+  }
+}
+
+}  // namespace
+
+void store_kv_row(const uint8_t* row, const KvTileLayout& layout, KvSide side, int64_t slot,
+                  uint8_t* cache) {
+  for_each_row_run(layout, side, slot, [&](int64_t from, int64_t to, int64_t n) {
+    std::memcpy(cache + to, row + from, static_cast<size_t>(n));
+  });
+}
+
+void load_kv_row(const uint8_t* cache, const KvTileLayout& layout, KvSide side, int64_t slot,
+                 uint8_t* row) {
+  for_each_row_run(layout, side, slot, [&](int64_t to, int64_t from, int64_t n) {
+    std::memcpy(row + to, cache + from, static_cast<size_t>(n));
+  });
 }
 
 }  // namespace strata::tensor

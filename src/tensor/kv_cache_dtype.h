@@ -55,4 +55,12 @@ void encode_kv_row(const float* x, const KvRowLayout& layout, float fixed_scale,
 // exactly what the attention kernels compute for every element.
 void decode_kv_head(const uint8_t* row, const KvRowLayout& layout, int64_t head, float* out);
 
+// A row's bytes (KvRowLayout) into slot `slot` of a KV pool laid out as
+// `layout` (kv_row_layout.h: tiles grouped by head, K transposed), and back.
+// Byte moves only: load_kv_row(store_kv_row(row)) is the row.
+void store_kv_row(const uint8_t* row, const KvTileLayout& layout, KvSide side, int64_t slot,
+                  uint8_t* cache);
+void load_kv_row(const uint8_t* cache, const KvTileLayout& layout, KvSide side, int64_t slot,
+                 uint8_t* row);
+
 }  // namespace strata::tensor

@@ -187,11 +187,50 @@ TEST(KvCacheDtypeTest, ParsesVllmValues) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'int4'"), std::string::npos);
   KvCacheDtype d;
-  for (KvCacheDtype t : {KvCacheDtype::kF32, KvCacheDtype::kBF16, KvCacheDtype::kF16, kE4M3, kE5M2}) {
+  for (KvCacheDtype t :
+       {KvCacheDtype::kF32, KvCacheDtype::kBF16, KvCacheDtype::kF16, kE4M3, kE5M2}) {
     ASSERT_TRUE(kv_cache_dtype_from_name(kv_cache_dtype_name(t), &d));
     EXPECT_EQ(d, t);
   }
   EXPECT_FALSE(kv_cache_dtype_from_name("fp8", &d));
+}
+
+// The pool's tiles (kv_row_layout.h): 16 slots a tile, grouped by head, K
+// transposed, V rows, then the fp8 scales [head][slot]; load_kv_row gives
+// back the row store_kv_row placed.
+TEST(KvTileLayoutTest, PlacesRowsAsDocumented) {
+  EXPECT_EQ(kv_tile_tokens(16), 16);
+  EXPECT_EQ(kv_tile_tokens(64), 16);
+  EXPECT_EQ(kv_tile_tokens(8), 8);
+  EXPECT_EQ(kv_tile_tokens(5), 5);
+  const KvTileLayout l{{kE4M3, 2, 3}, 16};  // rows of 2 x 3 bytes + 2 scales
+  ASSERT_EQ(l.row.row_bytes(), 14);
+  ASSERT_EQ(l.tile_bytes(), 16 * 14);
+  std::vector<uint8_t> cache(2 * l.tile_bytes(), 0), row(14), back(14);
+  for (int i = 0; i < 14; ++i) row[i] = static_cast<uint8_t>(100 + i);
+  const int64_t slot = 16 + 5;  // tile 1, index 5
+  const int64_t tile = l.tile_bytes();
+  store_kv_row(row.data(), l, KvSide::kKey, slot, cache.data());
+  // head h, element d at h * 16 * 3 + d * 16 + 5
+  EXPECT_EQ(cache[tile + 0 * 48 + 0 * 16 + 5], 100);
+  EXPECT_EQ(cache[tile + 0 * 48 + 2 * 16 + 5], 102);
+  EXPECT_EQ(cache[tile + 1 * 48 + 1 * 16 + 5], 104);
+  // scale of head 1 at 96 + (1 * 16 + 5) * 4
+  EXPECT_EQ(cache[tile + 96 + 21 * 4], 100 + 10);
+  load_kv_row(cache.data(), l, KvSide::kKey, slot, back.data());
+  EXPECT_EQ(back, row);
+  std::fill(cache.begin(), cache.end(), 0);
+  store_kv_row(row.data(), l, KvSide::kValue, slot, cache.data());
+  // head h, element d at h * 16 * 3 + 5 * 3 + d
+  EXPECT_EQ(cache[tile + 0 * 48 + 15 + 2], 102);
+  EXPECT_EQ(cache[tile + 1 * 48 + 15 + 0], 103);
+  EXPECT_EQ(cache[tile + 96 + 5 * 4], 100 + 6);  // head 0's scale
+  load_kv_row(cache.data(), l, KvSide::kValue, slot, back.data());
+  EXPECT_EQ(back, row);
+  // Nothing outside the slot's bytes is written.
+  int64_t written = 0;
+  for (uint8_t b : cache) written += b != 0;
+  EXPECT_EQ(written, 14);
 }
 
 }  // namespace

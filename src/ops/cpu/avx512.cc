@@ -774,39 +774,15 @@ struct V512 {
                         _mm512_cmp_ps_mask(keys, _mm512_set1_ps(last), _CMP_LE_OQ);
     return {_mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), m, s.v)};
   }
-  static STRATA_INLINE float reduce_max(V512 a) { return _mm512_reduce_max_ps(a.v); }
-  // a[i] lane j <- a[j] lane i: 32-bit, then 64-bit interleaves within 128-bit
-  // lanes, then two 128-bit lane shuffles.
-  static STRATA_INLINE void transpose16(V512* a) {
-    __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      t[2 * i] = _mm512_unpacklo_ps(a[2 * i].v, a[2 * i + 1].v);
-      t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i].v, a[2 * i + 1].v);
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
-      const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
-      u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-      u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-      u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-      u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-    }
-    // u[4i + k], 128-bit lane L: column 4L + k of rows 4i..4i+3. Column c =
-    // 4L + k is lane L of u[k], u[4 + k], u[8 + k], u[12 + k].
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const __m512 x01l = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44);
-      const __m512 x01h = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xEE);
-      const __m512 x23l = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
-      const __m512 x23h = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xEE);
-      a[k].v = _mm512_shuffle_f32x4(x01l, x23l, 0x88);
-      a[4 + k].v = _mm512_shuffle_f32x4(x01l, x23l, 0xDD);
-      a[8 + k].v = _mm512_shuffle_f32x4(x01h, x23h, 0x88);
-      a[12 + k].v = _mm512_shuffle_f32x4(x01h, x23h, 0xDD);
-    }
+  static STRATA_INLINE V512 keep_keys(V512 s, float tile, float first, float last) {
+    const __m512 keys = _mm512_add_ps(
+        _mm512_set1_ps(tile),
+        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_set1_ps(first), keys, _CMP_LE_OQ) &
+                        _mm512_cmp_ps_mask(keys, _mm512_set1_ps(last), _CMP_LE_OQ);
+    return {_mm512_maskz_mov_ps(m, s.v)};
   }
+  static STRATA_INLINE float reduce_max(V512 a) { return _mm512_reduce_max_ps(a.v); }
   static STRATA_INLINE V512 visible(V512 s, V512 first, V512 last, float key) {
     const __m512 k = _mm512_set1_ps(key);
     const __mmask16 m =

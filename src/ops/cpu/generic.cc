@@ -214,15 +214,18 @@ struct VLanes {
     }
     return r;
   }
+  static VLanes keep_keys(const VLanes& s, float tile, float first, float last) {
+    VLanes r;
+    for (int i = 0; i < 16; ++i) {
+      const float key = tile + static_cast<float>(i);
+      r.v[i] = first <= key && key <= last ? s.v[i] : 0.0f;
+    }
+    return r;
+  }
   static float reduce_max(const VLanes& a) {
     float m = a.v[0];
     for (float e : a.v) m = e > m ? e : m;
     return m;
-  }
-  static void transpose16(VLanes* a) {
-    for (int i = 0; i < 16; ++i) {
-      for (int j = i + 1; j < 16; ++j) std::swap(a[i].v[j], a[j].v[i]);
-    }
   }
   static VLanes visible(const VLanes& s, const VLanes& first, const VLanes& last, float key) {
     VLanes r;

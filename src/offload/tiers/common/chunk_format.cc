@@ -55,9 +55,11 @@ int64_t ChunkFormat::payload_bytes() const {
 
 std::string ChunkFormat::namespace_string() const {
   return "strata-kv-v" + std::to_string(kChunkFormatVersion) +
-         ";model=" + escape_field(model_fingerprint) + ";dtype=" + escape_field(tensor::kv_cache_dtype_name(kv_dtype)) +
+         ";model=" + escape_field(model_fingerprint) +
+         ";dtype=" + escape_field(tensor::kv_cache_dtype_name(kv_dtype)) +
          ";layers=" + std::to_string(num_layers) + ";kv_heads=" + std::to_string(num_kv_heads) +
-         ";head_dim=" + std::to_string(head_dim) + ";tokens=" + std::to_string(tokens_per_chunk());
+         ";head_dim=" + std::to_string(head_dim) + ";tile=" + std::to_string(tile_tokens()) +
+         ";tokens=" + std::to_string(tokens_per_chunk());
 }
 
 std::string ChunkFormat::namespace_id_hex() const { return namespace_id(*this).to_hex(); }

@@ -2,23 +2,26 @@
 // tier (file, object, peer message). Shared by every tier so that bytes
 // written by one process, machine or tier type are read by any other.
 //
-// Canonical payload (format v1, the host tier's slot contents):
+// Canonical payload (format v2, the host tier's slot contents):
 //   for layer in 0 .. num_layers-1:
-//     K  [num_tokens] rows of tensor::KvRowLayout{kv_dtype, num_kv_heads, head_dim}
-//     V  [num_tokens] rows, the same
-// where num_tokens = blocks_per_chunk * block_size, tokens in prompt order,
-// little-endian. A row is the KV pool's row byte for byte: f32 rows are
-// [num_kv_heads, head_dim] f32; bf16/f16 rows 2 bytes per value; fp8 rows 1
-// byte per value followed by one f32 scale per kv head. The payload depends
-// only on the model, the dtype and the chunk size, never on thread counts,
-// batch settings or the KV pool's block ids; no tier widens or converts it.
+//     K  num_tokens / W tiles of tensor::KvTileLayout{{kv_dtype, num_kv_heads,
+//        head_dim}, W}, W = tensor::kv_tile_tokens(block_size)
+//     V  the same tiles' V side
+// where num_tokens = blocks_per_chunk * block_size, tiles in prompt order,
+// little-endian: the KV pool's blocks byte for byte. A tile of W tokens is W
+// rows' bytes grouped by kv head (K [head_dim][W], V [W][head_dim]; 4 bytes
+// a value in f32, 2 in bf16/f16, 1 in fp8, then for fp8 one f32 scale per
+// token and kv head). The payload depends only on the model, the dtype, the
+// tile width and the chunk size, never on thread counts, batch settings or
+// the KV pool's block ids; no tier widens or converts it. (v1 held plain
+// token rows; its chunks are in another namespace and are never read.)
 //
 // Framed chunk (what a secondary tier stores) = ChunkHeader (kHeaderBytes,
 // little-endian fields, below) followed by the payload.
 //
 //   off  size  field
 //     0     8  magic "STRKVCH1"
-//     8     4  format_version (1)
+//     8     4  format_version (2)
 //    12     4  header_bytes (96)
 //    16    16  namespace_id: XXH3-128 of ChunkFormat::namespace_string()
 //    32    16  key: the chunk key (kv::BlockHash low, high)
@@ -44,7 +47,7 @@ namespace strata::offload {
 
 using ChunkKey = kv::BlockHash;
 
-inline constexpr uint32_t kChunkFormatVersion = 1;
+inline constexpr uint32_t kChunkFormatVersion = 2;
 inline constexpr int64_t kHeaderBytes = 96;
 
 // Everything that determines a chunk's bytes besides its key.
@@ -59,9 +62,10 @@ struct ChunkFormat {
 
   int64_t tokens_per_chunk() const { return block_size * blocks_per_chunk; }
   tensor::KvRowLayout row_layout() const { return {kv_dtype, num_kv_heads, head_dim}; }
+  int64_t tile_tokens() const { return tensor::kv_tile_tokens(block_size); }
   // Payload size: num_layers * 2 * tokens * row_layout().row_bytes().
   int64_t payload_bytes() const;
-  // "strata-kv-v1;model=<fp>;dtype=f32;layers=..;kv_heads=..;head_dim=..;tokens=.."
+  // "strata-kv-v2;model=<fp>;dtype=f32;layers=..;kv_heads=..;head_dim=..;tile=..;tokens=.."
   // Two formats share stored chunks exactly when these strings are equal.
   // In model and dtype, ';', '=', '%', spaces and non-ASCII bytes are written
   // as %XX so that no two formats give the same string.

@@ -59,8 +59,8 @@ TEST(ChunkFormat, PayloadBytesAndNamespaceString) {
   EXPECT_EQ(f.tokens_per_chunk(), 10);
   EXPECT_EQ(f.payload_bytes(), 2 * 2 * 10 * 3 * 4 * 4);
   EXPECT_EQ(f.namespace_string(),
-            "strata-kv-v1;model=qwen2.5-0.5b@abc123;dtype=f32;layers=2;kv_heads=3;head_dim=4;"
-            "tokens=10");
+            "strata-kv-v2;model=qwen2.5-0.5b@abc123;dtype=f32;layers=2;kv_heads=3;head_dim=4;"
+            "tile=5;tokens=10");
 }
 
 // Compact dtypes shrink the payload: 1/2 of f32 for bf16/f16, 1/4 plus one
@@ -75,8 +75,8 @@ TEST(ChunkFormat, PayloadBytesFollowTheKvDtype) {
   f.kv_dtype = tensor::KvCacheDtype::kFp8E4M3;
   EXPECT_EQ(f.payload_bytes(), f32 / 4 + 2 * 2 * 10 * 3 * 4);
   EXPECT_EQ(f.namespace_string(),
-            "strata-kv-v1;model=qwen2.5-0.5b@abc123;dtype=fp8_e4m3;layers=2;kv_heads=3;"
-            "head_dim=4;tokens=10");
+            "strata-kv-v2;model=qwen2.5-0.5b@abc123;dtype=fp8_e4m3;layers=2;kv_heads=3;"
+            "head_dim=4;tile=5;tokens=10");
 }
 
 // The header names the dtype (offset 64; 0 = f32, so f32 headers are
@@ -114,11 +114,19 @@ TEST(ChunkFormat, NamespaceIdDependsOnEveryByteChangingField) {
   variants[5].block_size = 6;
   for (const ChunkFormat& v : variants) EXPECT_NE(v.namespace_id_hex(), id) << v.namespace_string();
 
-  // The payload depends on tokens per chunk, not on how they split into blocks.
-  ChunkFormat same_tokens = base;
-  same_tokens.block_size = 10;
-  same_tokens.blocks_per_chunk = 1;
-  EXPECT_EQ(same_tokens.namespace_id_hex(), id);
+  // The payload depends on tokens per chunk and the tile width, not on how
+  // the tokens split into blocks: blocks of 16 and 32 both hold 16-token
+  // tiles, blocks of 5 and 10 tiles of 5 and 10.
+  ChunkFormat sixteens = base, thirty_two = base;
+  sixteens.block_size = 16;
+  sixteens.blocks_per_chunk = 2;
+  thirty_two.block_size = 32;
+  thirty_two.blocks_per_chunk = 1;
+  EXPECT_EQ(sixteens.namespace_id_hex(), thirty_two.namespace_id_hex());
+  ChunkFormat tens = base;
+  tens.block_size = 10;
+  tens.blocks_per_chunk = 1;
+  EXPECT_NE(tens.namespace_id_hex(), id);
 }
 
 TEST(ChunkFormat, NamespaceStringEscapesSeparatorsInFingerprint) {
@@ -136,7 +144,7 @@ TEST(ChunkFormat, EncodeWritesDocumentedLayout) {
   const auto h = encode(f, kKey, payload);
 
   EXPECT_EQ(std::memcmp(h.data(), "STRKVCH1", 8), 0);
-  EXPECT_EQ(u32_at(h.data() + 8), 1u);
+  EXPECT_EQ(u32_at(h.data() + 8), 2u);
   EXPECT_EQ(u32_at(h.data() + 12), 96u);
   const std::string ns = f.namespace_string();
   const XXH128_hash_t ns_id = XXH3_128bits(ns.data(), ns.size());
@@ -185,9 +193,9 @@ TEST(ChunkFormat, DecodeRejectsEachWrongField) {
   expect_rejected(f, kKey, h, "magic");
 
   h = good;
-  h[8] = 2;
+  h[8] = 1;  // a chunk of the row layout before tiles
   reseal(h);
-  expect_rejected(f, kKey, h, "format_version mismatch: file has 2, expected 1");
+  expect_rejected(f, kKey, h, "format_version mismatch: file has 1, expected 2");
 
   h = good;
   h[12] = 64;
