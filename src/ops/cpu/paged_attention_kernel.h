@@ -419,7 +419,6 @@ struct DecodeRows {
   V m[kRows], l[kRows];
   float* o_rows;  // [kRows][dim]
   float* p;       // [kRows][16] weights of the current tile
-  float* vt;      // [16][dim]: the tile's V as f32 (compact types)
 };
 
 // The online softmax step and P·V for the tile at `tile` with its scores:
@@ -433,18 +432,6 @@ STRATA_INLINE void decode_tile_update(const PagedAttentionBatch& b, int32_t seq,
   const int64_t chunks = dim / kLanes;
   KvTileRows v;
   tile_rows<T>(b.v_cache, b, seq, kv_head, tile, first, pos + 1, false, zero_bytes, &v);
-  const float* v_rows[kLanes];  // the tile's V rows as f32
-  if constexpr (T == KvCacheDtype::kF32) {
-    for (int j = 0; j < kLanes; ++j) v_rows[j] = reinterpret_cast<const float*>(v.values[j]);
-  } else {  // converted once, read by every row of the item
-    for (int j = 0; j < kLanes; ++j) {
-      float* dst = st->vt + j * dim;
-      for (int64_t c = 0; c < chunks; ++c) {
-        V::store(dst + c * kLanes, load_kv16<V, T>(v.values[j], c * kLanes, v.scale[j]));
-      }
-      v_rows[j] = dst;
-    }
-  }
   V correction[kRows];
   for (int r = 0; r < num_rows; ++r) {
     const V sc = V::visible_keys(scores[r], static_cast<float>(tile), static_cast<float>(first),
@@ -462,9 +449,9 @@ STRATA_INLINE void decode_tile_update(const PagedAttentionBatch& b, int32_t seq,
   // P·V one 16-wide slice of head_dim at a time: the tile's 16 V slices stay
   // in registers for every row (o·c, then fma over the keys in order).
   for (int64_t c = 0; c < chunks; ++c) {
-    V vc[kLanes];
+    V vc[kLanes];  // converted once, used by every row of the item
 #pragma GCC unroll 16
-    for (int j = 0; j < kLanes; ++j) vc[j] = V::load(v_rows[j] + c * kLanes);
+    for (int j = 0; j < kLanes; ++j) vc[j] = load_kv16<V, T>(v.values[j], c * kLanes, v.scale[j]);
     for (int r = 0; r < num_rows; ++r) {
       const float* pr = st->p + r * kLanes;
       float* o = st->o_rows + r * dim + c * kLanes;
@@ -520,7 +507,6 @@ void paged_attention_decode_rows(const PagedAttentionBatch& b, const PagedAttent
   float* kt = st.o_rows + kRows * dim;  // [dim][16]: a tile's K (ScratchKeys)
   float* zero_row = kt + dim * kLanes;  // [dim] zeros: keys outside the range
   st.p = zero_row + dim;                // [kRows][16]
-  st.vt = st.p + kRows * kLanes;        // [16][dim]
   const float* q_rows = b.q + (token * b.num_heads + item.kv_head * group + item.row_begin) * dim;
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t d = 0; d < dim; ++d) {
