@@ -62,12 +62,14 @@ class TieredKvTest : public testing::TestModelFixture {
     if (!root_.empty()) fs::remove_all(root_);
   }
 
-  // A KV pool of `num_blocks` blocks of 4 tokens; host tier of `host_chunks`
-  // chunks; a filesystem tier under root_ when `with_fs`.
+  // A KV pool of `num_blocks` blocks of `block_size` tokens (4: a pool tile
+  // a block, read key by key; multiples of 16: 16-token tiles, the kernels'
+  // vector path); host tier of `host_chunks` chunks; a filesystem tier under
+  // root_ when `with_fs`.
   EngineConfig config(int64_t num_blocks, int64_t host_chunks, bool with_fs,
-                      int64_t blocks_per_chunk = 1) const {
+                      int64_t blocks_per_chunk = 1, int64_t block_size = 4) const {
     EngineConfig c;
-    c.block_size = 4;
+    c.block_size = block_size;
     c.num_blocks = num_blocks;
     c.scheduler.max_model_len = std::min<int64_t>(512, num_blocks * c.block_size);
     c.scheduler.max_num_batched_tokens = 64;
@@ -89,9 +91,9 @@ class TieredKvTest : public testing::TestModelFixture {
     return c;
   }
 
-  static EngineConfig plain(int64_t num_blocks) {
+  static EngineConfig plain(int64_t num_blocks, int64_t block_size = 4) {
     EngineConfig c;
-    c.block_size = 4;
+    c.block_size = block_size;
     c.num_blocks = num_blocks;
     c.scheduler.max_model_len = std::min<int64_t>(512, num_blocks * c.block_size);
     c.scheduler.max_num_batched_tokens = 64;
@@ -177,6 +179,34 @@ TEST_F(TieredKvTest, FilesystemTierReloadEqualsRecompute) {
   EXPECT_GE(tier(st, "fs").hit_tokens, 140);
   EXPECT_EQ(tier(st, "cpu").hit_tokens, 0);
   EXPECT_EQ(st.prompt_tokens_external, tier(st, "fs").hit_tokens);
+}
+
+// A second turn of a chat over 16-token pool tiles: its prompt is the first
+// turn's prompt and answer plus new text, so the answer's KV, computed by
+// decode steps, comes back from the filesystem tier; the second answer must
+// equal a fresh engine's, which prefills all of it.
+TEST_F(TieredKvTest, SecondTurnOverSixteenTokenTilesEqualsRecompute) {
+  for (int64_t block_size : {16, 32}) {
+    SCOPED_TRACE("block_size " + std::to_string(block_size));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    const std::vector<int32_t> prompt = random_prompt(150, 11);
+    Session s(*model_, config(64, 512, true, 1, block_size));
+    const std::vector<int32_t> answer = s.run_one(greedy("turn1", prompt, 24));
+    ASSERT_EQ(answer.size(), 24u);
+    std::vector<int32_t> next = prompt;
+    next.insert(next.end(), answer.begin(), answer.end());
+    const std::vector<int32_t> more = random_prompt(40, 12);
+    next.insert(next.end(), more.begin(), more.end());
+    ASSERT_TRUE(s.core->reset_prefix_cache());  // only the filesystem tier keeps turn 1
+    const EngineRequest turn2 = greedy("turn2", next, 12);
+    const std::vector<int32_t> got = s.run_one(turn2);
+    Session fresh(*model_, plain(64, block_size));
+    EXPECT_EQ(got, fresh.run_one(turn2));
+    const int64_t hit = tier(s.core->stats(), "fs").hit_tokens;
+    EXPECT_GE(hit, 160) << "the prompt and answer of turn 1 came from the tier";
+    EXPECT_LE(hit, 174);
+  }
 }
 
 TEST_F(TieredKvTest, SecondEngineLoadsFromSharedDirectory) {

@@ -1,6 +1,8 @@
 // How the KV cache stores one token's K (or V) row: the element type
-// (--kv-cache-dtype) and the byte layout every holder of KV shares (the KV
-// pool, host-tier slots, chunk files, objects and peer messages).
+// (--kv-cache-dtype) and the row's bytes. Every holder of KV (the KV pool,
+// host-tier slots, chunk files, objects and peer messages) keeps these rows'
+// bytes arranged in tiles (KvTileLayout, kv_row_layout.h); store_kv_row and
+// load_kv_row move a row into and out of its slot.
 //
 // Row of one token, num_kv_heads heads of head_dim values:
 //   bytes [0, H * D * e)           head h's values at h * D * e, element type

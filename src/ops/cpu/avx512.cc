@@ -766,21 +766,20 @@ struct V512 {
     const __mmask16 keep = _mm512_cmp_ps_mask(x.v, lowest, _CMP_GE_OQ);
     return {_mm512_maskz_mov_ps(keep, _mm512_castsi512_ps(bits))};
   }
-  static STRATA_INLINE V512 visible_keys(V512 s, float tile, float first, float last) {
+  // Lanes j with first <= tile + j <= last.
+  static STRATA_INLINE __mmask16 key_lanes(float tile, float first, float last) {
     const __m512 keys = _mm512_add_ps(
         _mm512_set1_ps(tile),
         _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_set1_ps(first), keys, _CMP_LE_OQ) &
-                        _mm512_cmp_ps_mask(keys, _mm512_set1_ps(last), _CMP_LE_OQ);
-    return {_mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), m, s.v)};
+    return _mm512_cmp_ps_mask(_mm512_set1_ps(first), keys, _CMP_LE_OQ) &
+           _mm512_cmp_ps_mask(keys, _mm512_set1_ps(last), _CMP_LE_OQ);
+  }
+  static STRATA_INLINE V512 visible_keys(V512 s, float tile, float first, float last) {
+    return {_mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), key_lanes(tile, first, last),
+                               s.v)};
   }
   static STRATA_INLINE V512 keep_keys(V512 s, float tile, float first, float last) {
-    const __m512 keys = _mm512_add_ps(
-        _mm512_set1_ps(tile),
-        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_set1_ps(first), keys, _CMP_LE_OQ) &
-                        _mm512_cmp_ps_mask(keys, _mm512_set1_ps(last), _CMP_LE_OQ);
-    return {_mm512_maskz_mov_ps(m, s.v)};
+    return {_mm512_maskz_mov_ps(key_lanes(tile, first, last), s.v)};
   }
   static STRATA_INLINE float reduce_max(V512 a) { return _mm512_reduce_max_ps(a.v); }
   static STRATA_INLINE V512 visible(V512 s, V512 first, V512 last, float key) {
