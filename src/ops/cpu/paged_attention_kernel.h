@@ -114,6 +114,16 @@ struct PoolTiles {
         head_bytes(tokens * b.head_dim * kElem) {}
 };
 
+// Byte offset, in either cache, of kv_head's part of the pool tile holding
+// the 16 keys from `tile` (a multiple of 16) on: pools of 16-token tiles only.
+template <KvCacheDtype T>
+STRATA_INLINE int64_t pool_tile_offset(const PagedAttentionBatch& b, const PoolTiles<T>& g,
+                                       int32_t seq, int64_t kv_head, int64_t tile) {
+  const int32_t block = b.block_tables[int64_t{seq} * b.max_blocks_per_seq + tile / b.block_size];
+  const int64_t slot = int64_t{block} * b.block_size + tile % b.block_size;
+  return slot / kLanes * g.tile_bytes + kv_head * g.head_bytes;
+}
+
 template <KvCacheDtype T>
 STRATA_INLINE void tile_rows(const uint8_t* cache, const PagedAttentionBatch& b, int32_t seq,
                              int64_t kv_head, int64_t tile, int64_t j0, int64_t j1, bool keys,
@@ -132,8 +142,8 @@ STRATA_INLINE void tile_rows(const uint8_t* cache, const PagedAttentionBatch& b,
   const uint8_t* base = nullptr;
   int64_t index = 0;
   if (g.tokens == kLanes) {  // the tile is one pool tile: one lookup
-    place(tile, &base, &index);
-    out->lanes = base + kv_head * g.head_bytes;
+    out->lanes = cache + pool_tile_offset<T>(b, g, seq, kv_head, tile);
+    base = out->lanes - kv_head * g.head_bytes;
   } else {
     out->lanes = nullptr;
   }
@@ -468,14 +478,12 @@ STRATA_INLINE void decode_tile_update(const PagedAttentionBatch& b, int32_t seq,
 template <KvCacheDtype T>
 STRATA_INLINE void prefetch_tile(const PagedAttentionBatch& b, int32_t seq, int64_t kv_head,
                                  int64_t tile, int64_t pos) {
-  if (tile > pos || tensor::kv_tile_tokens(b.block_size) != kLanes) return;
-  KvTileRows k, v;
-  tile_rows<T>(b.k_cache, b, seq, kv_head, tile, tile, tile + 1, true, nullptr, &k);
-  tile_rows<T>(b.v_cache, b, seq, kv_head, tile, tile, tile + 1, false, nullptr, &v);
-  const int64_t bytes = kLanes * b.head_dim * tensor::kv_element_bytes(T);
-  for (int64_t off = 0; off < bytes; off += 64) {
-    __builtin_prefetch(k.lanes + off);
-    __builtin_prefetch(v.lanes + off);
+  const PoolTiles<T> g(b);
+  if (tile > pos || g.tokens != kLanes) return;
+  const int64_t offset = pool_tile_offset<T>(b, g, seq, kv_head, tile);
+  for (int64_t off = offset; off < offset + g.head_bytes; off += 64) {
+    __builtin_prefetch(b.k_cache + off);
+    __builtin_prefetch(b.v_cache + off);
   }
 }
 
