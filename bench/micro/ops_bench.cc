@@ -234,18 +234,20 @@ BENCHMARK(BM_Onednn)->Apply([](benchmark::internal::Benchmark* b) {
 #endif
 
 // ---- paged attention ----
-// Args: table (0 generic, 1 AVX-512), new tokens per sequence, context after
+// Args: table (0 generic, 1 AVX-512, 2 AVX2), new tokens per sequence, context after
 // the step, sequences, query heads, kv heads, head_dim, KV dtype
 // (tensor::KvCacheDtype code: 0 f32, 1 bf16, 3 fp8_e4m3). K/V in shuffled
 // 16-token blocks. FLOP/s counts the causal work: 4 * head_dim per visible
 // (query head, key) pair (Q·K and P·V); KV_bytes/s the cache bytes read once
 // per step (what bounds decode).
 void BM_PagedAttention(benchmark::State& state) {
-  const ops::cpu::KernelTable* t = state.range(0) == 0 ? &ops::cpu::generic_kernels()
-                                                       : ops::cpu::avx512_kernels();
-  if (t == nullptr || (state.range(0) == 1 && !ops::cpu::avx512_supported())) {
-    state.SkipWithError("no AVX-512 kernels");
-    return;
+  const ops::cpu::KernelTable* t = &ops::cpu::generic_kernels();
+  if (state.range(0) == 1) {
+    if (!ops::cpu::avx512_supported()) return state.SkipWithError("no AVX-512 kernels");
+    t = ops::cpu::avx512_kernels();
+  } else if (state.range(0) == 2) {
+    if (!ops::cpu::avx2_supported()) return state.SkipWithError("no AVX2 kernels");
+    t = &ops::cpu::avx2_kernels();
   }
   const int64_t num_new = state.range(1), ctx = state.range(2), num_seqs = state.range(3);
   const int64_t heads = state.range(4), kv_heads = state.range(5), dim = state.range(6);
@@ -320,6 +322,11 @@ BENCHMARK(BM_PagedAttention)
     ->Args({1, 1, 8192, 16, 14, 2, 64, 0})
     ->Args({1, 1, 8192, 16, 14, 2, 64, 1})
     ->Args({1, 1, 8192, 16, 14, 2, 64, 3})
+    ->Args({2, 256, 2048, 1, 8, 4, 64, 0})
+    ->Args({2, 256, 2048, 1, 8, 4, 64, 1})
+    ->Args({2, 1, 2048, 4, 8, 4, 64, 1})
+    ->Args({0, 1, 2048, 4, 8, 4, 64, 1})
+    ->Args({2, 1, 8192, 16, 14, 2, 64, 1})
     ->Apply(time_mode)
     ->Unit(benchmark::kMillisecond);
 

@@ -136,9 +136,10 @@ Built build(const Case& c, uint32_t seed) {
   return b;
 }
 
-// The kernel tables this CPU can run: generic always, AVX-512 when present.
+// The kernel tables this CPU can run: generic always, AVX2 and AVX-512 when present.
 std::vector<const ops::cpu::KernelTable*> tables() {
   std::vector<const ops::cpu::KernelTable*> out = {&ops::cpu::generic_kernels()};
+  if (ops::cpu::avx2_supported()) out.push_back(&ops::cpu::avx2_kernels());
   if (ops::cpu::avx512_supported()) out.push_back(ops::cpu::avx512_kernels());
   return out;
 }

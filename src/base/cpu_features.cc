@@ -62,7 +62,11 @@ const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
     const char* env = std::getenv("STRATA_CPU");
     if (env != nullptr && std::strcmp(env, "generic") == 0) return CpuFeatures{};
-    return detect();
+    CpuFeatures f = detect();
+    if (env != nullptr && std::strcmp(env, "avx2") == 0) {  // the AVX2 table on any AVX2 CPU
+      f.avx512f = f.avx512bw = f.avx512vl = f.avx512_vnni = f.avx512_bf16 = false;
+    }
+    return f;
   }();
   return features;
 }

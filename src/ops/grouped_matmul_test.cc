@@ -197,7 +197,7 @@ TEST(GroupedMatmulDeathTest, RejectsEmptyMatmuls) {
   EXPECT_DEATH(grouped_matmul(&mm, 1, pool), "must be at least 1");
 }
 
-INSTANTIATE_TEST_SUITE_P(Tables, GroupedMatmulTest, ::testing::Values("generic", "avx512"));
+INSTANTIATE_TEST_SUITE_P(Tables, GroupedMatmulTest, ::testing::Values("generic", "avx2", "avx512"));
 
 }  // namespace
 }  // namespace strata::ops

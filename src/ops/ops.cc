@@ -209,8 +209,10 @@ bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m) 
 }
 
 bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m) {
+  // The AVX-512 table's kernel needs VNNI on top of what the table needs;
+  // the AVX2 one needs only AVX2.
   static const bool vnni = cpu_features().avx512_vnni;
-  return vnni && w_dtype == tensor::DType::kQ8_0 && m <= quantized_decode_rows() &&
+  return (vnni || &t != avx512_kernels()) && w_dtype == tensor::DType::kQ8_0 && m <= quantized_decode_rows() &&
          t.matmul_q8q8_range != nullptr && t.x_to_q8 != nullptr;
 }
 

@@ -118,7 +118,35 @@ void expect_batch_invariant(const cpu::KernelTable& table, ThreadPool& pool, DTy
 // differently, avx512.cc rows_bf16_x_in_l1), an odd number of weight rows
 // and a k that ends mid-vector.
 TEST_P(KernelTest, Bf16MatmulIsBatchInvariant) {
-  expect_batch_invariant(*table_, pool_, DType::kBF16, {1100, 2500});
+  expect_batch_invariant(*table_, pool_, DType::kBF16, {1056, 1070, 1100, 2500});
+}
+
+// A table without a prefill GEMM runs its own kernels at every m: a row of a
+// prefill-sized batch (m > kDecodeMaxRows, the prefill tiling) has the bits
+// of the same row computed alone, for k past one cache block (kBf16TileK)
+// with a tail, with and without bias. (Tables with oneDNN's GEMM differ in
+// the last bits there by design: README, "chunk bytes".)
+TEST_P(KernelTest, OwnPrefillRowsEqualDecodeRows) {
+  if (table_->matmul_prefill_range != nullptr) GTEST_SKIP() << "prefill runs oneDNN's GEMM";
+  const int64_t n = 70, m = 37;
+  for (DType dtype : {DType::kBF16, DType::kF32}) {
+    for (int64_t k : {int64_t{900}, int64_t{2500}}) {
+      std::vector<float> wf = random_floats(n * k, 11, -2.0f, 2.0f);
+      StoredWeight sw = store_weight(wf, n, k, dtype);
+      MatmulWeight w = MatmulWeight::prepare(sw.view);
+      std::vector<float> bias = random_floats(n, 12);
+      std::vector<float> x = random_floats(m * k, 13, -3.0f, 3.0f);
+      std::vector<float> y_batch(m * n), y_one(n);
+      cpu::run_matmul(*table_, x.data(), m, w, bias.data(), y_batch.data(), pool_);
+      for (int64_t i = 0; i < m; ++i) {
+        cpu::run_matmul(*table_, x.data() + i * k, 1, w, bias.data(), y_one.data(), pool_);
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_EQ(y_one[j], y_batch[i * n + j]) << tensor::dtype_name(dtype) << " k " << k
+                                                  << " row " << i << " col " << j;
+        }
+      }
+    }
+  }
 }
 
 // Q8_0, whichever decode kernel the table has (the AVX512-VNNI one also
@@ -371,7 +399,7 @@ TEST_P(KernelTest, AttentionMappingAndWindow) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tables, KernelTest, ::testing::Values("generic", "avx512"),
+INSTANTIATE_TEST_SUITE_P(Tables, KernelTest, ::testing::Values("generic", "avx2", "avx512"),
                          [](const auto& info) { return info.param; });
 
 // Pins the reference to HF rotate-half semantics with hand-computed values.
@@ -391,6 +419,8 @@ TEST(DispatchTest, BackendNameMatchesCpu) {
   std::string name = cpu_backend_name();
   if (cpu::avx512_supported()) {
     EXPECT_EQ(name.rfind("avx512_bf16", 0), 0u) << name;
+  } else if (cpu::avx2_supported()) {
+    EXPECT_EQ(name, "avx2");
   } else {
     EXPECT_EQ(name, "generic");
   }

@@ -252,7 +252,7 @@ TEST(QuantMatmulVsLlamaCpp, PrefillOnLlamaCppBlocks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tables, QuantMatmulTest, ::testing::Values("generic", "avx512"),
+INSTANTIATE_TEST_SUITE_P(Tables, QuantMatmulTest, ::testing::Values("generic", "avx2", "avx512"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

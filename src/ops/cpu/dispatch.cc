@@ -11,8 +11,16 @@ bool avx512_supported() {
   return avx512_kernels() != nullptr && f.has_avx512() && f.avx512_bf16 && f.fma && f.f16c;
 }
 
+bool avx2_supported() {
+  const CpuFeatures& f = cpu_features();
+  return f.avx2 && f.fma && f.f16c;
+}
+
+// The widest table the CPU runs: AVX-512 BF16, else AVX2, else portable.
 const KernelTable& active_kernels() {
-  static const KernelTable* table = avx512_supported() ? avx512_kernels() : &generic_kernels();
+  static const KernelTable* table = avx512_supported() ? avx512_kernels()
+                                    : avx2_supported() ? &avx2_kernels()
+                                                       : &generic_kernels();
   return *table;
 }
 

@@ -8,7 +8,8 @@
 // library code out of the AVX-512 translation unit, whose instructions must
 // not leak into code that runs on CPUs without AVX-512.
 //
-// Tests use generic_kernels() / avx512_kernels() directly to cover both paths.
+// Tests use generic_kernels() / avx2_kernels() / avx512_kernels() directly to
+// cover every path.
 #pragma once
 
 #include <cstdint>
@@ -134,9 +135,10 @@ struct KernelTable {
                          const AttentionShape& shape, int64_t row_begin, int64_t row_end,
                          float* scratch, float* out);
   // Q8_0 weights, m <= kDecodeMaxRows, columns [n_begin, n_end) of y from the
-  // int8 activations in a.x_q8 (AVX512-VNNI vpdpbusd, per-block int32 sums
-  // scaled by d_x * d_w in f32). nullptr when the table has none; use only
-  // when cpu_features().avx512_vnni (see uses_q8_activations()).
+  // int8 activations in a.x_q8 (per-block int32 sums scaled by d_x * d_w in
+  // f32: AVX512-VNNI vpdpbusd, or AVX2 vpmaddubsw). nullptr when the table
+  // has none; the AVX-512 table's needs cpu_features().avx512_vnni (see
+  // uses_q8_activations()).
   void (*matmul_q8q8_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
   // Quantizes x[rows, k] (k % 32 == 0) per 32-block to the a.x_q8 /
   // a.x_q8_scale layout above: d = max|x| / 127 (f32, not rounded to f16),
@@ -160,6 +162,9 @@ struct KernelTable {
 };
 
 const KernelTable& generic_kernels();
+// The AVX2 + FMA + F16C table (avx2.cc). Only call when avx2_supported().
+const KernelTable& avx2_kernels();
+bool avx2_supported();
 // nullptr when this build has no AVX-512 kernels. Only call its entries when
 // cpu_features() reports AVX-512 F/BW/VL + BF16 + FMA + F16C (see avx512_supported()).
 const KernelTable* avx512_kernels();
