@@ -279,6 +279,33 @@ TEST(PagedAttentionTest, RowResultsDoNotDependOnTheBatch) {
   }
 }
 
+// The AVX2 table runs the shared kernel with the same operations as the
+// AVX-512 one (16 lanes as two __m256, FMA): the same bits, every dtype, decode
+// and prefill rows, sliding window or not. Checked where both can run.
+TEST(PagedAttentionTest, Avx2KernelComputesTheAvx512KernelsBits) {
+  if (!ops::cpu::avx2_supported() || !ops::cpu::avx512_supported()) {
+    GTEST_SKIP() << "needs both AVX2 and AVX-512 BF16";
+  }
+  ThreadPool pool(2);
+  for (KvCacheDtype d : kAllDtypes) {
+    SCOPED_TRACE(tensor::kv_cache_dtype_name(d));
+    for (const Case& c :
+         {Case{{300, 37, 1, 129}, {44, 37, 1, 1}, 14, 2, 64, 16, 0, d},
+          Case{{70, 18}, {33, 2}, 8, 2, 128, 32, 0, d},
+          Case{{90, 40}, {40, 3}, 4, 1, 16, 16, 21, d}, Case{{95}, {95}, 4, 2, 32, 16, 0, d}}) {
+      Built b = build(c, 41);
+      const PagedAttentionParams p = params_of(c);
+      std::vector<float> avx2(b.q.size()), avx512(b.q.size());
+      ops::cpu::run_paged_attention(ops::cpu::avx2_kernels(),
+                                    batch_of(b, p, b.q.data(), avx2.data()), pool);
+      ops::cpu::run_paged_attention(*ops::cpu::avx512_kernels(),
+                                    batch_of(b, p, b.q.data(), avx512.data()), pool);
+      EXPECT_EQ(std::memcmp(avx2.data(), avx512.data(), avx2.size() * sizeof(float)), 0)
+          << "head_dim " << c.head_dim;
+    }
+  }
+}
+
 // The invariant "reused KV == recomputed KV" needs a decoded token (one new
 // token: the decode kernel) to give the same bits as the same token computed
 // in a prefill chunk (the lane kernel), for every head grouping it serves.

@@ -370,14 +370,83 @@ def round_kv(x, kv):
     """x [T, kv_heads, D] as a KV cache of dtype `kv` stores it: f32 keeps the value (the
     reference's float64 stands in for exact f32), bf16/f16 round to nearest even; fp8 scales
     each (token, head) by amax / max_finite, rounds to the format and scales back."""
+    return round_kv_choices(x, kv, 0.0)[0]
+
+
+def round_kv_choices(x, kv, rel):
+    """(stored, other): stored is round_kv(x, kv); other is, per element, the value the cache
+    would hold had the element been off by up to `rel` relative before rounding (an engine
+    computing K/V in f32 is off from this float64 reference by ~1e-7..1e-6). other equals
+    stored except at the elements that lie within `rel` of a rounding boundary, where an exact
+    engine may legitimately store the neighbouring value (fp8: the per-token scale is kept,
+    only the element moves)."""
     if kv == "f32":
-        return x
+        return x, x
     if kv in ("bf16", "f16"):
-        return x.to(torch.float32).to(torch.bfloat16 if kv == "bf16" else torch.float16).to(x.dtype)
+        half = torch.bfloat16 if kv == "bf16" else torch.float16
+        to = lambda y: y.to(torch.float32).to(half).to(x.dtype)  # noqa: E731
+        stored = to(x)
+        if rel == 0:
+            return stored, stored
+        lo, hi = to(x * (1 - rel)), to(x * (1 + rel))
+        return stored, torch.where(lo != stored, lo, hi)
     max_finite = 448.0 if kv == "fp8_e4m3" else 57344.0
     amax = x.abs().amax(-1, keepdim=True)
     scale = torch.where(amax > 0, amax / max_finite, torch.ones_like(amax))
-    return round_fp8(x / scale, kv) * scale
+    y = x / scale
+    stored = round_fp8(y, kv) * scale
+    if rel == 0:
+        return stored, stored
+    lo, hi = round_fp8(y * (1 - rel), kv) * scale, round_fp8(y * (1 + rel), kv) * scale
+    return stored, torch.where(lo != stored, lo, hi)
+
+
+# How far (relative) an engine's f32 K/V may be from this float64 reference's before they are
+# rounded to a compact KV dtype: elements that close to a rounding boundary may be stored as
+# either neighbour (tests/golden/README.md, "Compact KV cache").
+KV_BOUNDARY_REL = 1e-6
+
+
+class KvBoundary:
+    """What forward() does at the K/V elements near a rounding boundary (round_kv_choices with
+    `rel`): records them in `found` (when not None) as (layer, "k" | "v", flat index into the
+    [T, kv_heads, D] tensor: the same element for every T), and stores the other value at
+    those listed in `flips`, or at all of them with flip_all."""
+
+    def __init__(self, rel, found=None, flips=(), flip_all=False):
+        self.rel, self.found, self.flips, self.flip_all = rel, found, set(flips), flip_all
+
+    def store(self, x, kv, layer, side):
+        stored, other = round_kv_choices(x, kv, self.rel)
+        if self.found is not None:
+            near = (other != stored).flatten().nonzero().flatten().tolist()
+            self.found.extend((layer, side, i) for i in near)
+        if self.flip_all:
+            return other
+        mine = [i for (l, s, i) in self.flips if l == layer and s == side]
+        if mine:
+            stored = stored.clone()
+            stored.view(-1)[mine] = other.reshape(-1)[mine]
+        return stored
+
+
+def kv_boundary_allowance(m, ids, kv, rel, limit=256):
+    """Per position of forward(m, ids, kv=kv): how far the logits may legitimately move when K/V
+    elements within `rel` of a rounding boundary round the other way. Each such element is
+    flipped alone and its effect (row-wise max |change|) is summed over the elements, a
+    first-order bound on any combination. Returns (float64 numpy [len(ids)], number of
+    elements); more than `limit` elements raise (the case would test little)."""
+    import numpy as np
+    found = []
+    base = forward(m, ids, kv=kv, kv_boundary=KvBoundary(rel, found=found)).numpy()
+    if len(found) > limit:
+        raise RuntimeError(f"{len(found)} K/V elements within {rel:g} of a rounding boundary "
+                           f"(limit {limit})")
+    allowance = np.zeros(base.shape[0])
+    for e in found:
+        moved = forward(m, ids, kv=kv, kv_boundary=KvBoundary(rel, flips=[e])).numpy()
+        allowance += np.abs(moved - base).max(1)
+    return allowance, len(found)
 
 
 # --kv-cache-dtype spellings (Strata's / vLLM's) -> round_kv's names.
@@ -491,10 +560,12 @@ def route_margins(m, ids, kv="f32"):
     return out
 
 
-def forward(m, ids, emulate="none", kv="f32", moe_fn=None, route_stats=None):
+def forward(m, ids, emulate="none", kv="f32", moe_fn=None, route_stats=None,
+            kv_boundary=None):
     """Logits [len(ids), vocab] for every position, recomputed from scratch, with K (after
     rope) and V rounded as a `kv` cache stores them (round_kv). moe_fn replaces moe_block
-    (validate_reference.py's naive loop); route_stats collects router logits."""
+    (validate_reference.py's naive loop); route_stats collects router logits; kv_boundary (a
+    KvBoundary) records or flips the K/V elements near a rounding boundary."""
     lin = linear_fn(m, emulate)
     dt = m.w["model.embed_tokens.weight"].dtype
     T = len(ids)
@@ -525,7 +596,10 @@ def forward(m, ids, emulate="none", kv="f32", moe_fn=None, route_stats=None):
             k = rms_norm(k, w("self_attn.k_norm.weight"), m.eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        k, v = round_kv(k, kv), round_kv(v, kv)
+        if kv_boundary is None:
+            k, v = round_kv(k, kv), round_kv(v, kv)
+        else:
+            k, v = kv_boundary.store(k, kv, layer, "k"), kv_boundary.store(v, kv, layer, "v")
         k = k.repeat_interleave(nq // nkv, dim=1)  # query head h reads kv head h // group
         v = v.repeat_interleave(nq // nkv, dim=1)
         scores = torch.einsum("thd,shd->hts", q, k) / math.sqrt(D)
@@ -543,12 +617,12 @@ def forward(m, ids, emulate="none", kv="f32", moe_fn=None, route_stats=None):
     return lin(x, m.lm_head_name())
 
 
-def greedy(m, prompt, max_tokens, emulate="none", kv="f32"):
+def greedy(m, prompt, max_tokens, emulate="none", kv="f32", kv_boundary=None):
     """Greedy decode by full recomputation. Returns the output ids."""
     seq = list(prompt)
     out = []
     for _ in range(max_tokens):
-        logits = forward(m, seq, emulate, kv)
+        logits = forward(m, seq, emulate, kv, kv_boundary=kv_boundary)
         nxt = int(torch.argmax(logits[-1]))
         out.append(nxt)
         seq.append(nxt)
@@ -594,7 +668,8 @@ def main():
     ap.add_argument("--kv-cache-dtype", default="float32", choices=sorted(KV_DTYPES),
                     help="round K/V as a KV cache of this dtype stores them")
     ap.add_argument("--inject-bug", choices=["none", "bf16-act", "q8_0-act", "bf16-wa",
-                                             "llamacpp-act", "no-sliding-window", "kv-f32"],
+                                             "llamacpp-act", "no-sliding-window", "kv-f32",
+                                             "kv-boundary-flip"],
                     default="none", help="test-only: make the output deliberately inexact "
                     "(used by run_golden.py --self-test to prove the golden test fails)")
     a = ap.parse_args()
@@ -606,13 +681,18 @@ def main():
     if a.inject_bug == "no-sliding-window":
         m.sliding_window = None
     kv = "f32" if a.inject_bug == "kv-f32" else KV_DTYPES[a.kv_cache_dtype]
+    # kv-boundary-flip: every K/V element within KV_BOUNDARY_REL of a rounding boundary stored
+    # as its other neighbour, as an exact f32 engine may (not a bug: the golden test must pass).
+    flip = KvBoundary(KV_BOUNDARY_REL, flip_all=True) if a.inject_bug == "kv-boundary-flip" \
+        else None
     if a.sequence_ids:
         prompt, out = parse_ids(a.sequence_ids), []
     else:
         prompt = parse_ids(a.prompt_ids)
-        out = greedy(m, prompt, a.max_tokens, emulate, kv)
+        out = greedy(m, prompt, a.max_tokens, emulate, kv, kv_boundary=flip)
     seq = prompt + out
-    logits = forward(m, seq[:-1], emulate, kv) if len(seq) > 1 else torch.zeros(0, m.vocab)
+    logits = forward(m, seq[:-1], emulate, kv, kv_boundary=flip) if len(seq) > 1 \
+        else torch.zeros(0, m.vocab)
     if a.dump_logits:
         write_logits(a.dump_logits, logits)
     if a.json:

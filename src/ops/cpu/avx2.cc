@@ -26,7 +26,9 @@
 //   weight types there go to the portable kernel).
 // matmul, Q8_0 decode: x quantized to int8 per 32 values, integer block
 //   dot products (vpmaddubsw / vpmaddwd) as llama.cpp does on AVX2.
-// paged attention: the portable kernel (see make_avx2_table).
+// paged attention: the shared kernel (paged_attention_kernel.h) on 16 lanes
+//   held as two __m256, the same operations (FMA included) as the AVX-512
+//   instance.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -41,9 +43,9 @@ namespace {
 using tensor::BlockQ8_0;
 using tensor::DType;
 
-constexpr int kChains = 4;      // 8-lane chains per output, one per 8 values of a step
-constexpr int kStep = 32;       // values of k per step (kChains x 8)
-constexpr int kMaxRowsX = 3;    // rows of x per tile (4 * 3 accumulators)
+constexpr int kChains = 4;    // 8-lane chains per output, one per 8 values of a step
+constexpr int kStep = 32;     // values of k per step (kChains x 8)
+constexpr int kMaxRowsX = 3;  // rows of x per tile (4 * 3 accumulators)
 // weight rows per prefill block (the Q8_0 scratch tile holds kBf16TileRows)
 constexpr int64_t kPrefillRows = kBf16TileRows;
 
@@ -320,8 +322,8 @@ void dequant_q8_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, 
     for (int64_t kk = 0; kk < kc; kk += kStep) {
       const __m256 d = WeightQ8::begin(row, k0 + kk);
       for (int s = 0; s < kChains; ++s) {
-        const __m256i bits =
-            _mm256_srli_epi32(_mm256_castps_si256(round_to_bf16(WeightQ8::sub(row, k0 + kk, s, d))), 16);
+        const __m256i bits = _mm256_srli_epi32(
+            _mm256_castps_si256(round_to_bf16(WeightQ8::sub(row, k0 + kk, s, d))), 16);
         const __m128i packed =
             _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * out_stride + kk + 8 * s), packed);
@@ -399,9 +401,10 @@ void x_to_bf16(const float* x, int64_t rows, int64_t k, int64_t k_pad, uint16_t*
         break;  // a NaN: these 8 and the rest one by one
       }
       const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
-      const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(bias, lsb)), 16);
-      const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(rounded),
-                                              _mm256_extracti128_si256(rounded, 1));
+      const __m256i rounded =
+          _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(bias, lsb)), 16);
+      const __m128i packed =
+          _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(o + l), packed);
     }
     for (; l < k; ++l) {
@@ -447,8 +450,7 @@ STRATA_INLINE float quantize_block32(const float* x, __m256i* q) {
   return d;
 }
 
-void x_to_q8(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq,
-             float* scales) {
+void x_to_q8(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq, float* scales) {
   const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * k;
@@ -532,6 +534,122 @@ void matmul_q8q8_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
+// ---- paged attention: 16 lanes as two __m256 ----
+struct V256x2 {
+  __m256 lo, hi;
+  static STRATA_INLINE V256x2 zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static STRATA_INLINE V256x2 set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+  static STRATA_INLINE V256x2 load(const float* p) {
+    return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+  }
+  static STRATA_INLINE void store(float* p, V256x2 a) {
+    _mm256_storeu_ps(p, a.lo);
+    _mm256_storeu_ps(p + 8, a.hi);
+  }
+  static STRATA_INLINE V256x2 load_bf16(const uint8_t* p) {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+    return {load8_bf16(h), load8_bf16(h + 8)};
+  }
+  static STRATA_INLINE V256x2 load_f16(const uint8_t* p) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};
+  }
+  // 16 halves (as 16-bit lanes of h) to f32.
+  static STRATA_INLINE V256x2 halves(__m256i h) {
+    return {_mm256_cvtph_ps(_mm256_castsi256_si128(h)),
+            _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))};
+  }
+  // e5m2 is the top byte of a half.
+  static STRATA_INLINE V256x2 load_fp8_e5m2(const uint8_t* p) {
+    const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return halves(_mm256_slli_epi16(x, 8));
+  }
+  // e4m3: sign to bit 15, exponent and mantissa to bits 7..13 of a half
+  // (2^-8 of the value, subnormals included: exact), times 256.
+  static STRATA_INLINE V256x2 load_fp8_e4m3(const uint8_t* p) {
+    const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x80)), 8);
+    const __m256i mag = _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x7f)), 7);
+    return mul(halves(_mm256_or_si256(sign, mag)), set1(256.0f));
+  }
+  static STRATA_INLINE V256x2 add(V256x2 a, V256x2 b) {
+    return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+  }
+  static STRATA_INLINE V256x2 sub(V256x2 a, V256x2 b) {
+    return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
+  }
+  static STRATA_INLINE V256x2 mul(V256x2 a, V256x2 b) {
+    return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
+  }
+  static STRATA_INLINE V256x2 max(V256x2 a, V256x2 b) {
+    return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)};
+  }
+  static STRATA_INLINE V256x2 fmadd(V256x2 a, V256x2 b, V256x2 c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+  }
+  // e^x for x <= 0, the polynomial of the AVX-512 and portable versions:
+  // exactly 0 below -87 (and for -inf), exactly 1 at 0.
+  static STRATA_INLINE __m256 exp8(__m256 x) {
+    const __m256 lowest = _mm256_set1_ps(-87.0f);
+    const __m256 t = _mm256_mul_ps(_mm256_max_ps(x, lowest), _mm256_set1_ps(1.44269504088896341f));
+    const __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 f = _mm256_mul_ps(_mm256_sub_ps(t, k), _mm256_set1_ps(0.693147180559945309f));
+    __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    const __m256i bits =
+        _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(k), 23));
+    const __m256 keep = _mm256_cmp_ps(x, lowest, _CMP_GE_OQ);
+    return _mm256_and_ps(keep, _mm256_castsi256_ps(bits));
+  }
+  static STRATA_INLINE V256x2 exp_nonpositive(V256x2 x) { return {exp8(x.lo), exp8(x.hi)}; }
+  // Lanes j with first <= tile + j <= last, as all-ones masks.
+  static STRATA_INLINE void key_lanes(float tile, float first, float last, __m256* lo, __m256* hi) {
+    const __m256 t = _mm256_set1_ps(tile), f = _mm256_set1_ps(first), l = _mm256_set1_ps(last);
+    const __m256 k0 = _mm256_add_ps(t, _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 k1 = _mm256_add_ps(t, _mm256_setr_ps(8, 9, 10, 11, 12, 13, 14, 15));
+    *lo = _mm256_and_ps(_mm256_cmp_ps(f, k0, _CMP_LE_OQ), _mm256_cmp_ps(k0, l, _CMP_LE_OQ));
+    *hi = _mm256_and_ps(_mm256_cmp_ps(f, k1, _CMP_LE_OQ), _mm256_cmp_ps(k1, l, _CMP_LE_OQ));
+  }
+  static STRATA_INLINE V256x2 visible_keys(V256x2 s, float tile, float first, float last) {
+    __m256 lo, hi;
+    key_lanes(tile, first, last, &lo, &hi);
+    const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+    return {_mm256_blendv_ps(ninf, s.lo, lo), _mm256_blendv_ps(ninf, s.hi, hi)};
+  }
+  static STRATA_INLINE V256x2 keep_keys(V256x2 s, float tile, float first, float last) {
+    __m256 lo, hi;
+    key_lanes(tile, first, last, &lo, &hi);
+    return {_mm256_and_ps(s.lo, lo), _mm256_and_ps(s.hi, hi)};
+  }
+  static STRATA_INLINE float reduce_max(V256x2 a) {
+    const __m256 m8 = _mm256_max_ps(a.lo, a.hi);
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+  }
+  static STRATA_INLINE V256x2 visible(V256x2 s, V256x2 first, V256x2 last, float key) {
+    const __m256 k = _mm256_set1_ps(key), ninf = _mm256_set1_ps(-__builtin_inff());
+    const __m256 lo = _mm256_and_ps(_mm256_cmp_ps(first.lo, k, _CMP_LE_OQ),
+                                    _mm256_cmp_ps(k, last.lo, _CMP_LE_OQ));
+    const __m256 hi = _mm256_and_ps(_mm256_cmp_ps(first.hi, k, _CMP_LE_OQ),
+                                    _mm256_cmp_ps(k, last.hi, _CMP_LE_OQ));
+    return {_mm256_blendv_ps(ninf, s.lo, lo), _mm256_blendv_ps(ninf, s.hi, hi)};
+  }
+};
+
+#include "ops/cpu/paged_attention_kernel.h"
+
+void paged_attention_item(const PagedAttentionBatch& b, const PagedAttentionItem& item,
+                          float* scratch) {
+  paged_attention_item_for<V256x2>(b, item, scratch);
+}
+
 // The portable table's entries where this file has none of its own.
 KernelTable make_avx2_table() {
   KernelTable t = generic_kernels();
@@ -542,9 +660,7 @@ KernelTable make_avx2_table() {
   t.x_to_bf16 = x_to_bf16;
   t.matmul_q8q8_range = matmul_q8q8_range;
   t.x_to_q8 = x_to_q8;
-  // Paged attention stays portable: a V256x2 instance of the shared kernel
-  // (commit 777ba91) read 1.6e-4 on golden.qwen3-f32-kv-fp8 against 1e-4
-  // (BENCHMARKS.md, "Kernels on an AVX2 host").
+  t.paged_attention_item = paged_attention_item;
   return t;
 }
 
