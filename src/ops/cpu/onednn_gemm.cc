@@ -6,10 +6,12 @@
 #ifdef STRATA_HAVE_ONEDNN
 #include <omp.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <vector>
 #endif
 
 namespace strata::ops::cpu {
@@ -17,6 +19,8 @@ namespace strata::ops::cpu {
 #ifdef STRATA_HAVE_ONEDNN
 namespace {
 
+// m is cut into a multiple of kBlockM rows and a remainder, so a thread holds
+// at most (largest m) / kBlockM + kBlockM primitives per weight shape.
 constexpr int64_t kBlockM = 128;
 
 using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
@@ -32,11 +36,22 @@ struct ThreadState {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, Primitive> primitives;
+  std::vector<float> dense_out;  // [rows][n] when y is written through (dense_destination)
 };
 
 ThreadState& thread_state() {
   thread_local ThreadState state;
   return state;
+}
+
+// oneDNN 2.6 runs its AMX (avx512_core_amx) brgemm matmul only for a dense
+// destination: for y with row stride ldy != n it falls back to the AVX-512
+// gemm, 10-25% slower at prefill shapes (BENCHMARKS.md, "Kernels on an Intel
+// host with AMX"). On such CPUs bf16 blocks are computed into a dense
+// per-thread buffer and copied out.
+bool dense_destination(GemmType type) {
+  static const bool amx = dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
+  return type == GemmType::kBF16 && amx;
 }
 
 bool disabled() {
@@ -87,15 +102,29 @@ bool onednn_gemm(GemmType type, const void* x, int64_t ldx, int64_t m, const voi
   int64_t elem = type == GemmType::kBF16 ? 2 : 4;
   try {
     ThreadState& s = thread_state();
+    const bool dense = dense_destination(type) && ldy != n;
+    const int64_t ld_out = dense ? n : ldy;
     // Primitives are created before any block runs, so a failure here writes nothing.
-    int64_t rem = m % kBlockM;
-    const Primitive* full =
-        m >= kBlockM ? &primitive(s, type, kBlockM, n, k, ldx, ldw, ldy) : nullptr;
-    const Primitive* tail = rem > 0 ? &primitive(s, type, rem, n, k, ldx, ldw, ldy) : nullptr;
+    // Rows [0, body) in one call, the rest (< kBlockM) in a second.
+    const int64_t rem = m % kBlockM, body = m - rem;
+    const Primitive* full = body > 0 ? &primitive(s, type, body, n, k, ldx, ldw, ld_out) : nullptr;
+    const Primitive* tail = rem > 0 ? &primitive(s, type, rem, n, k, ldx, ldw, ld_out) : nullptr;
+    float* out = y;
+    if (dense) {
+      s.dense_out.resize(static_cast<size_t>(std::max(body, rem) * n));
+      out = s.dense_out.data();
+    }
     const char* xb = static_cast<const char*>(x);
-    for (int64_t i = 0; i < m; i += kBlockM) {
-      const Primitive* p = i + kBlockM <= m ? full : tail;
-      run_block(s, *p, xb + i * ldx * elem, w, y + i * ldy);
+    for (int64_t i = 0; i < m;) {
+      const Primitive* p = i < body ? full : tail;
+      const int64_t rows = i < body ? body : rem;
+      run_block(s, *p, xb + i * ldx * elem, w, dense ? out : y + i * ldy);
+      if (dense) {
+        for (int64_t r = 0; r < rows; ++r) {
+          std::memcpy(y + (i + r) * ldy, out + r * n, static_cast<size_t>(n) * sizeof(float));
+        }
+      }
+      i += rows;
     }
     return true;
   } catch (const dnnl::error&) {

@@ -5,7 +5,9 @@
 // calling thread gets its own engine, stream and primitive cache and is pinned
 // to one OpenMP thread, so oneDNN never starts threads of its own.
 // Primitives are cached per (dtype, m-block, n, k, strides); m is cut into
-// blocks of 128 rows plus one remainder so the cache stays small.
+// its largest multiple of 128 rows and the remainder, so the cache stays
+// small. On CPUs where oneDNN uses AMX, bf16 results go through a dense
+// per-thread buffer (its AMX kernels need a dense destination).
 #pragma once
 
 #include <cstdint>
