@@ -375,35 +375,37 @@ def round_kv(x, kv):
 
 def round_kv_choices(x, kv, rel):
     """(stored, other): stored is round_kv(x, kv); other is, per element, the value the cache
-    would hold had the element been off by up to `rel` relative before rounding (an engine
-    computing K/V in f32 is off from this float64 reference by ~1e-7..1e-6). other equals
-    stored except at the elements that lie within `rel` of a rounding boundary, where an exact
-    engine may legitimately store the neighbouring value (fp8: the per-token scale is kept,
-    only the element moves)."""
+    would hold had the element been off by up to `rel` times the largest |x| of its (token,
+    head) row before rounding (an engine computing K/V in f32 is off from this float64
+    reference by up to ~8e-7 of that row maximum: tests/golden/README.md). other equals stored
+    except at the elements that lie that close to a rounding boundary, where an exact engine
+    may legitimately store the neighbouring value (fp8: the per-token scale is kept)."""
     if kv == "f32":
         return x, x
+    amax = x.abs().amax(-1, keepdim=True)
     if kv in ("bf16", "f16"):
         half = torch.bfloat16 if kv == "bf16" else torch.float16
         to = lambda y: y.to(torch.float32).to(half).to(x.dtype)  # noqa: E731
         stored = to(x)
         if rel == 0:
             return stored, stored
-        lo, hi = to(x * (1 - rel)), to(x * (1 + rel))
+        lo, hi = to(x - rel * amax), to(x + rel * amax)
         return stored, torch.where(lo != stored, lo, hi)
     max_finite = 448.0 if kv == "fp8_e4m3" else 57344.0
-    amax = x.abs().amax(-1, keepdim=True)
     scale = torch.where(amax > 0, amax / max_finite, torch.ones_like(amax))
     y = x / scale
     stored = round_fp8(y, kv) * scale
     if rel == 0:
         return stored, stored
-    lo, hi = round_fp8(y * (1 - rel), kv) * scale, round_fp8(y * (1 + rel), kv) * scale
+    lo = round_fp8(y - rel * max_finite, kv) * scale
+    hi = round_fp8(y + rel * max_finite, kv) * scale
     return stored, torch.where(lo != stored, lo, hi)
 
 
-# How far (relative) an engine's f32 K/V may be from this float64 reference's before they are
-# rounded to a compact KV dtype: elements that close to a rounding boundary may be stored as
-# either neighbour (tests/golden/README.md, "Compact KV cache").
+# How far an engine's f32 K/V may be from this float64 reference's before they are rounded to
+# a compact KV dtype, as a fraction of the largest |x| of the element's (token, head) row:
+# elements that close to a rounding boundary may be stored as either neighbour
+# (tests/golden/README.md, "Compact KV cache").
 KV_BOUNDARY_REL = 1e-6
 
 
@@ -432,9 +434,9 @@ class KvBoundary:
 
 def kv_boundary_allowance(m, ids, kv, rel, limit=256):
     """Per position of forward(m, ids, kv=kv): how far the logits may legitimately move when K/V
-    elements within `rel` of a rounding boundary round the other way. Each such element is
-    flipped alone and its effect (row-wise max |change|) is summed over the elements, a
-    first-order bound on any combination. Returns (float64 numpy [len(ids)], number of
+    elements near a rounding boundary (within `rel`, as round_kv_choices measures it) round
+    the other way. Each such element is flipped alone and its effect (row-wise max |change|)
+    is summed over the elements, a first-order bound on any combination. Returns (float64 numpy [len(ids)], number of
     elements); more than `limit` elements raise (the case would test little)."""
     import numpy as np
     found = []
