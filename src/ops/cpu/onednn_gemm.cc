@@ -46,8 +46,8 @@ ThreadState& thread_state() {
 
 // oneDNN 2.6 runs its AMX (avx512_core_amx) brgemm matmul only for a dense
 // destination: for y with row stride ldy != n it falls back to the AVX-512
-// gemm, 10-25% slower at prefill shapes (BENCHMARKS.md, "Kernels on an Intel
-// host with AMX"). On such CPUs bf16 blocks are computed into a dense
+// gemm, 10-25% slower at prefill shapes (BENCHMARKS.md, "An Intel host with
+// AMX"). On such CPUs bf16 blocks are computed into a dense
 // per-thread buffer and copied out.
 bool dense_destination(GemmType type) {
   static const bool amx = dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
