@@ -436,8 +436,9 @@ def kv_boundary_allowance(m, ids, kv, rel, limit=256):
     """Per position of forward(m, ids, kv=kv): how far the logits may legitimately move when K/V
     elements near a rounding boundary (within `rel`, as round_kv_choices measures it) round
     the other way. Each such element is flipped alone and its effect (row-wise max |change|)
-    is summed over the elements, a first-order bound on any combination. Returns (float64 numpy [len(ids)], number of
-    elements); more than `limit` elements raise (the case would test little)."""
+    is summed over the elements, a first-order bound on any combination. Returns (float64
+    numpy [len(ids)], number of elements); more than `limit` elements raise (the case would
+    test little)."""
     import numpy as np
     found = []
     base = forward(m, ids, kv=kv, kv_boundary=KvBoundary(rel, found=found)).numpy()
