@@ -78,14 +78,17 @@ struct LoadQ8 {
 };
 
 // Decode streams each weight row once: short per-row streams that the
-// hardware prefetcher does not pick up in time, so while a tile is computed
-// each row's stream is prefetched prefetch_ahead() bytes ahead: the same
-// offsets of the next NR rows (the next tile) for short rows, a bounded
-// distance within the row for long ones (a whole row ahead of a 28 KiB row
-// would keep the next row's lines in L1 for a full row's time, evicting x).
-constexpr int64_t kMaxPrefetchAheadBytes = 4096;
-constexpr int64_t prefetch_ahead(int nr, int64_t row_bytes) {
-  return nr * row_bytes < kMaxPrefetchAheadBytes ? nr * row_bytes : kMaxPrefetchAheadBytes;
+// hardware prefetcher does not pick up in time, so every weight line a tile
+// loads is also prefetched kPrefetchAheadBytes further on (rows are
+// contiguous, so for short rows that is some rows later, for long ones later
+// in the same row) into L2 (prefetch_weights: T1, which leaves L1, and so x,
+// alone). One core keeps only a few dozen lines in flight: on the Intel AMX
+// host of BENCHMARKS.md the earlier choice (T0, one row or at most 4 KiB
+// ahead) held a core at 12-15 GB/s; 16 KiB into L2 raised the BF16, F32 and
+// Q8_0 GEMVs by 5-60% and decode end to end by 6-11% ("Prefetching further").
+constexpr int64_t kPrefetchAheadBytes = 16384;
+STRATA_INLINE void prefetch_weights(const void* line) {
+  _mm_prefetch(static_cast<const char*>(line) + kPrefetchAheadBytes, _MM_HINT_T1);
 }
 template <class L, int MR, int NR>
 void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
@@ -94,13 +97,12 @@ void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   zero_tile(acc);
   const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
   const float* x0 = a.x + i0 * a.k;
-  const int64_t ahead = prefetch_ahead(NR, row_bytes);
   for (int64_t kk = 0; kk < a.k; kk += L::kStep) {
     __mmask16 m = tail_mask16(a.k - kk);  // Q8_0: k % 32 == 0, always full
     __m512 wv[NR][kSub];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      _mm_prefetch(w0 + r * row_bytes + ahead + L::byte_offset(kk), _MM_HINT_T0);
+      prefetch_weights(w0 + r * row_bytes + L::byte_offset(kk));
       L::load(w0 + r * row_bytes, kk, m, wv[r]);
     }
 #pragma GCC unroll 16
@@ -233,9 +235,9 @@ STRATA_INLINE void q8q8_step(const MatmulArgs& a, const char* w0, int64_t row_by
   __m512 dw[NR];
 #pragma GCC unroll 16
   for (int r = 0; r < NR; ++r) {
-    const char* next = w0 + r * row_bytes + prefetch_ahead(NR, row_bytes) + b * 34;
-    _mm_prefetch(next, _MM_HINT_T0);
-    if constexpr (kTwo) _mm_prefetch(next + 34, _MM_HINT_T0);
+    const char* here = w0 + r * row_bytes + b * 34;
+    prefetch_weights(here);
+    if constexpr (kTwo) prefetch_weights(here + 34);
     const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w0 + r * row_bytes) + b;
     __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[0].values));
     // f16 scales broadcast to 8 halfwords each, widened to 16 f32 lanes.
@@ -336,8 +338,6 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
   zero_tile(acc);
   const uint16_t* x0 = b.x + i0 * b.x_stride;
   const uint16_t* w0 = b.w + jr * b.w_stride;
-  // In elements; rows of one block are contiguous when w_stride == kc.
-  const int64_t ahead = prefetch_ahead(NR, b.w_stride * 2) / 2;
   // One k step of 32 values; the masked form only for a tail of kc that is
   // not a multiple of 32 (masked-off lanes of w are zero, x is zero padded,
   // so both forms add the same values).
@@ -345,7 +345,7 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w0 + r * b.w_stride + ahead + kk), _MM_HINT_T0);
+      prefetch_weights(w0 + r * b.w_stride + kk);
       if constexpr (decltype(masked)::value) {
         wv[r] = _mm512_maskz_loadu_epi16(tail_mask32(b.kc - kk), w0 + r * b.w_stride + kk);
       } else {
