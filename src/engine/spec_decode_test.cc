@@ -59,6 +59,7 @@ class SpecDecodeTest : public testing::TestModelFixture {
     for (int pass = 0; pass < (again ? 2 : 1); ++pass) {
       for (EngineRequest req : requests) {
         req.request_id += pass == 0 ? "" : "-again";
+        req.num_top_logprobs = 0;  // the sampled tokens' logprobs are compared too
         Status s = (*core)->add_request(req);
         EXPECT_TRUE(s.ok()) << s.to_string();
       }

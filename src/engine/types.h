@@ -42,7 +42,7 @@ enum class FinishReason {
 // (best first; empty unless the request asked for top logprobs).
 struct SampledToken {
   int32_t token_id = -1;
-  float logprob = 0.0f;
+  float logprob = 0.0f;  // 0 unless the request asked for logprobs
   std::vector<std::pair<int32_t, float>> top_logprobs;
 };
 // Prompt token i (i >= 1) with its logprob given the tokens before it.
@@ -96,7 +96,7 @@ struct EngineRequest {
   std::vector<int32_t> prompt_token_ids;
   sampling::SamplingParams sampling;
   StopConditions stop;
-  int num_top_logprobs = 0;
+  int num_top_logprobs = -1;    // -1 off; k >= 0: each sampled token's logprob + top k
   int num_prompt_logprobs = -1;  // -1 off; k >= 0: each prompt token's logprob + top k
   std::string cache_salt;
   KvTransferHints kv_transfer;  // from kv_transfer_params

@@ -101,6 +101,7 @@ void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState&
   } else {
     out.token_id = state.sampler.sample(logits, vocab, prompt, generated);
   }
+  if (state.num_top_logprobs < 0) return;
   out.logprob = sampling::token_logprob(logits, vocab, out.token_id);
   if (state.num_top_logprobs > 0) {
     out.top_logprobs = sampling::top_logprobs(logits, vocab, state.num_top_logprobs);

@@ -36,7 +36,7 @@ namespace strata::runner {
 
 struct SampledToken {
   int32_t token_id = -1;  // -1: this entry did not sample
-  float logprob = 0.0f;
+  float logprob = 0.0f;  // 0 when the request's num_top_logprobs < 0
   std::vector<std::pair<int32_t, float>> top_logprobs;  // best first
 };
 
@@ -66,7 +66,10 @@ class ModelRunner {
               backend::Backend& backend);
 
   // Registers a request's sampling settings before it is first scheduled.
-  // num_prompt_logprobs < 0 turns prompt logprobs off; k >= 0 reports each
+  // num_top_logprobs < 0 turns logprobs off (saving a full-vocabulary
+  // softmax per sampled token); k >= 0 reports each sampled token's logprob
+  // and the k most likely alternatives. num_prompt_logprobs < 0 turns prompt
+  // logprobs off; k >= 0 reports each
   // prompt token's logprob and the k most likely alternatives.
   // `constraints` (grammar, allowed_token_ids, bad_words) mask the logits
   // before sampling; reported logprobs stay raw.

@@ -98,13 +98,18 @@ int32_t argmax(const float* logits, int64_t vocab) {
 }
 
 float token_logprob(const float* logits, int64_t vocab, int32_t token) {
-  // Every sampled token needs it: the vectorized f32 softmax (~6x faster
-  // than the double loop), exact in double where p is too small for f32.
+  // For requests that ask for logprobs: the vectorized f32 softmax (~6x
+  // faster than a double loop), and where p is too small for f32 the log
+  // taken apart, in double.
   thread_local std::vector<float> p;
   p.assign(logits, logits + vocab);
   ops::softmax(p.data(), vocab);
   if (p[token] > 1e-30f) return std::log(p[token]);
-  return static_cast<float>(logits[token] - log_sum_exp(logits, vocab));
+  // Too small for f32: log p = (x - max) - log Σ e^(x - max), and the sum is
+  // 1 / p[argmax] (the max's own term is e^0 = 1), so no second pass of exp.
+  const int32_t best = argmax(logits, vocab);
+  return static_cast<float>(static_cast<double>(logits[token]) - logits[best] +
+                            std::log(static_cast<double>(p[best])));
 }
 
 std::vector<std::pair<int32_t, float>> top_logprobs(const float* logits, int64_t vocab, int k) {

@@ -75,7 +75,7 @@ class Sampler {
 int32_t argmax(const float* logits, int64_t vocab);
 
 // log_softmax of logits [vocab] at `token` (f32 softmax, ~1e-6 absolute
-// error; exact double math for probabilities below 1e-30).
+// error; below 1e-30, (x - max) + log p[argmax] in double).
 float token_logprob(const float* logits, int64_t vocab, int32_t token);
 
 // The k most likely tokens as (token_id, logprob), best first; ties by lower id.

@@ -202,7 +202,7 @@ void handle_chat_completions(ServerContext& ctx, const HttpRequest& req,
   }
   options->meta = {new_response_id("chatcmpl-"), unix_now(), *model, true};
   options->num_logprobs = r->logprobs ? r->top_logprobs : -1;
-  options->base.num_top_logprobs = std::max(0, options->num_logprobs);
+  options->base.num_top_logprobs = options->num_logprobs;
   auto job =
       std::make_shared<GenerationJob>(ctx, std::move(*options), std::move(prompts), responder);
   if (auto err = job->start()) reply_error(*responder, *err);

@@ -52,7 +52,7 @@ void handle_completions(ServerContext& ctx, const HttpRequest& req,
   options->meta = {new_response_id("cmpl-"), unix_now(), *model, false};
   options->echo = r->echo;
   options->num_logprobs = r->logprobs.value_or(-1);
-  options->base.num_top_logprobs = std::max(0, options->num_logprobs);
+  options->base.num_top_logprobs = options->num_logprobs;
   if (r->echo && r->logprobs) {
     options->base.num_prompt_logprobs =
         std::max(options->base.num_prompt_logprobs, options->num_logprobs);

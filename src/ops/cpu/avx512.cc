@@ -558,9 +558,13 @@ void x_to_bf16(const float* x, int64_t rows, int64_t k, int64_t k_pad, uint16_t*
 // ---- element-wise ops ----
 
 // e^x for f32 lanes (Cephes-style: 2^n * p(r), |r| <= ln2/2); ~2 ulp.
+// Exactly 0 below -86.5, where e^x nears f32's smallest normal: an
+// instruction that makes a subnormal costs a microcode assist on x86 (~100x
+// its time), and a softmax over a confident model's vocabulary would make one
+// in nearly every lane (the Qwen shape's logits span ~400).
 STRATA_INLINE __m512 exp512(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)),
-                    _mm512_set1_ps(88.3762626647949f));
+  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-86.5f), _CMP_GE_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-86.5f)), _mm512_set1_ps(88.3762626647949f));
   __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -572,7 +576,7 @@ STRATA_INLINE __m512 exp512(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
+  return _mm512_maskz_scalef_ps(normal, p, n);
 }
 
 STRATA_INLINE float dot512(const float* a, const float* b, int64_t n) {
@@ -666,10 +670,16 @@ void softmax(float* x, int64_t n) {
     sum = _mm512_add_ps(sum, e);
     _mm512_mask_storeu_ps(x + i, m, e);
   }
-  __m512 inv = _mm512_set1_ps(1.0f / reduce1(sum));
+  // Probabilities below 2x f32's smallest normal become exactly 0, so the
+  // scaling makes no subnormals either (see exp512).
+  const float total = reduce1(sum);
+  const __m512 inv = _mm512_set1_ps(1.0f / total);
+  const __m512 smallest = _mm512_set1_ps(2.0f * 1.17549435e-38f * total);  // FLT_MIN
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = tail_mask16(n - i);
-    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+    const __m512 e = _mm512_maskz_loadu_ps(m, x + i);
+    const __mmask16 keep = _mm512_cmp_ps_mask(e, smallest, _CMP_NLT_UQ);  // NaN stays NaN
+    _mm512_mask_storeu_ps(x + i, m, _mm512_maskz_mul_ps(keep, e, inv));
   }
 }
 
