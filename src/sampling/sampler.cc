@@ -254,10 +254,16 @@ void Sampler::select_top_k(const float* logits, int64_t vocab, int64_t k) {
 
 void Sampler::softmax(const float* logits, int64_t vocab) {
   probs_.resize(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) {
-    probs_[i] = static_cast<float>(logits[i] / params_.temperature);
+  // x / 1 is x: temperature 1 (the OpenAI default) is a copy. Otherwise the
+  // same double division, from locals so the loop vectorizes.
+  float* out = probs_.data();
+  const double t = params_.temperature;
+  if (t == 1.0) {
+    std::memcpy(out, logits, static_cast<size_t>(vocab) * sizeof(float));
+  } else {
+    for (int64_t i = 0; i < vocab; ++i) out[i] = static_cast<float>(logits[i] / t);
   }
-  ops::softmax(probs_.data(), vocab);
+  ops::softmax(out, vocab);
 }
 
 int32_t Sampler::sample_unsorted() {
