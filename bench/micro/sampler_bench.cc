@@ -1,6 +1,6 @@
 // Per-token cost of the sampler on a Qwen-sized vocabulary (151,936), one
 // call per iteration: greedy, plain temperature (the OpenAI default,
-// temperature 1), top-p, top-k, and the sampled token's logprob. The
+// temperature 1), top-p, top-k, the sampled token's logprob and the top 5. The
 // argument is the logits' standard deviation: 3, or 30 as in the random-weight
 // Qwen shape the serving benchmarks use (a spread where e^(x - max) is below
 // f32's normal range in nearly every lane).
@@ -56,11 +56,17 @@ void BM_TokenLogprob(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(strata::sampling::token_logprob(l.data(), kVocab, 7));
 }
 
+void BM_TopLogprobs(benchmark::State& state) {
+  std::vector<float> l = logits(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(strata::sampling::top_logprobs(l.data(), kVocab, 5));
+}
+
 BENCHMARK(BM_SampleGreedy)->Unit(benchmark::kMicrosecond)->Arg(3)->Arg(30);
 BENCHMARK(BM_SampleTemperature)->Unit(benchmark::kMicrosecond)->Arg(3)->Arg(30);
 BENCHMARK(BM_SampleTopP)->Unit(benchmark::kMicrosecond)->Arg(3)->Arg(30);
 BENCHMARK(BM_SampleTopK)->Unit(benchmark::kMicrosecond)->Arg(3)->Arg(30);
 BENCHMARK(BM_TokenLogprob)->Unit(benchmark::kMicrosecond)->Arg(3)->Arg(30);
+BENCHMARK(BM_TopLogprobs)->Unit(benchmark::kMicrosecond)->Arg(3)->Arg(30);
 
 }  // namespace
 

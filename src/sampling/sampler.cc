@@ -11,14 +11,6 @@
 namespace strata::sampling {
 namespace {
 
-// log(sum(exp(logits))) computed stably in double.
-double log_sum_exp(const float* logits, int64_t vocab) {
-  float max = *std::max_element(logits, logits + vocab);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
-  return max + std::log(sum);
-}
-
 bool better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
@@ -114,13 +106,32 @@ float token_logprob(const float* logits, int64_t vocab, int32_t token) {
 
 std::vector<std::pair<int32_t, float>> top_logprobs(const float* logits, int64_t vocab, int k) {
   k = static_cast<int>(std::min<int64_t>(k, vocab));
-  std::vector<std::pair<float, int32_t>> all(vocab);
-  for (int64_t i = 0; i < vocab; ++i) all[i] = {logits[i], static_cast<int32_t>(i)};
-  std::partial_sort(all.begin(), all.begin() + k, all.end(), better);
-  double lse = log_sum_exp(logits, vocab);
+  if (k <= 0) return {};
+  // One pass keeps the k best so far, best first: past the first few, a
+  // logit is compared with the k-th best alone.
+  std::vector<std::pair<float, int32_t>> best;
+  best.reserve(static_cast<size_t>(k) + 1);
+  float kth = -INFINITY;  // the k-th best value once there are k
+  for (int64_t i = 0; i < vocab; ++i) {
+    const bool full = static_cast<int>(best.size()) == k;
+    if (full && !(logits[i] >= kth)) continue;  // below it (or NaN)
+    const std::pair<float, int32_t> c{logits[i], static_cast<int32_t>(i)};
+    if (full && !better(c, best.back())) continue;  // a tie with a lower id
+    best.insert(std::upper_bound(best.begin(), best.end(), c, better), c);
+    if (static_cast<int>(best.size()) > k) best.pop_back();
+    if (static_cast<int>(best.size()) == k) kth = best.back().first;
+  }
+  if (best.empty()) return {};  // all NaN
+  // log Σ e^x from the f32 softmax: the max's own term of Σ e^(x - max) is
+  // e^0 = 1, so the sum is 1 / p[argmax].
+  thread_local std::vector<float> p;
+  p.assign(logits, logits + vocab);
+  ops::softmax(p.data(), vocab);
+  const int32_t top = best[0].second;
+  const double lse = static_cast<double>(logits[top]) - std::log(static_cast<double>(p[top]));
   std::vector<std::pair<int32_t, float>> out;
-  for (int i = 0; i < k; ++i) {
-    out.emplace_back(all[i].second, static_cast<float>(all[i].first - lse));
+  for (const auto& [value, id] : best) {
+    out.emplace_back(id, static_cast<float>(value - lse));
   }
   return out;
 }

@@ -158,6 +158,36 @@ TEST(SamplerTest, TokenLogprobMatchesDouble) {
   }
 }
 
+// top_logprobs on a large vocabulary with ties at the cut: the k best by
+// (logit desc, id asc), exactly as a full sort orders them, with logprobs
+// against double math.
+TEST(SamplerTest, TopLogprobsMatchesAFullSort) {
+  const int64_t vocab = 151936;
+  std::mt19937 gen(3);
+  std::normal_distribution<float> noise(0.0f, 30.0f);
+  std::vector<float> logits(vocab);
+  for (float& l : logits) l = noise(gen);
+  for (int64_t i : {9, 500, 70000, 151935}) logits[i] = 150.0f;  // a 4-way tie
+  logits[42] = 151.0f;
+  std::vector<std::pair<float, int32_t>> sorted;
+  for (int64_t i = 0; i < vocab; ++i) sorted.push_back({logits[i], static_cast<int32_t>(i)});
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(double(l) - 151.0);
+  const double lse = 151.0 + std::log(sum);
+  for (int k : {1, 3, 5, 20}) {
+    std::vector<std::pair<int32_t, float>> top = top_logprobs(logits.data(), vocab, k);
+    ASSERT_EQ(top.size(), static_cast<size_t>(k));
+    for (int i = 0; i < k; ++i) {
+      EXPECT_EQ(top[i].first, sorted[i].second) << k << " " << i;
+      EXPECT_NEAR(top[i].second, double(sorted[i].first) - lse, 1e-4) << k << " " << i;
+    }
+  }
+  EXPECT_TRUE(top_logprobs(logits.data(), vocab, 0).empty());
+}
+
 TEST(SamplerTest, MinPDropsUnlikelyTokens) {
   std::vector<float> logits = {std::log(0.6f), std::log(0.35f), std::log(0.05f)};
   Sampler s({.temperature = 1.0, .min_p = 0.2, .seed = 2});
