@@ -13,6 +13,15 @@
 namespace strata::sampling {
 namespace {
 
+// [vocab] logits drawn from N(mean, sd) with a fixed seed.
+std::vector<float> normal_logits(int64_t vocab, uint32_t seed, float mean, float sd) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> noise(mean, sd);
+  std::vector<float> logits(vocab);
+  for (float& l : logits) l = noise(gen);
+  return logits;
+}
+
 TEST(SamplerTest, GreedyPicksArgmaxAndLowestIdOnTies) {
   std::vector<float> logits = {0.1f, 2.0f, 2.0f, -1.0f};
   Sampler s({.temperature = 0.0});
@@ -80,10 +89,7 @@ std::set<int32_t> reference_nucleus(const std::vector<float>& logits, double top
 // tokens sampled must be exactly those of the naive full-sort nucleus.
 TEST(SamplerTest, LargeVocabularyNucleusMatchesFullSort) {
   const int64_t vocab = 50000;
-  std::mt19937 gen(5);
-  std::normal_distribution<float> noise(0.0f, 1.0f);
-  std::vector<float> logits(vocab);
-  for (float& l : logits) l = noise(gen);
+  std::vector<float> logits = normal_logits(vocab, 5, 0.0f, 1.0f);
   for (int i = 0; i < 40; ++i) logits[(i * 7919) % vocab] += 16.0f - 0.1f * i;  // a peaked head
   for (double top_p : {0.5, 0.9}) {
     const std::set<int32_t> nucleus = reference_nucleus(logits, top_p);
@@ -121,10 +127,7 @@ TEST(SamplerTest, FlatNucleusWithTiesMatchesFullSort) {
 // value: the sampled tokens are the exact k best (ties: lower id first).
 TEST(SamplerTest, LargeVocabularyTopKMatchesFullSort) {
   const int64_t vocab = 60000, k = 20;
-  std::mt19937 gen(8);
-  std::normal_distribution<float> noise(-5.0f, 2.0f);
-  std::vector<float> logits(vocab);
-  for (float& l : logits) l = noise(gen);
+  std::vector<float> logits = normal_logits(vocab, 8, -5.0f, 2.0f);
   for (int i = 0; i < 30; ++i) logits[(i * 1999) % vocab] = 3.0f;  // 30 tied at the top
   std::vector<int32_t> order(vocab);
   for (int64_t i = 0; i < vocab; ++i) order[i] = static_cast<int32_t>(i);
@@ -144,10 +147,7 @@ TEST(SamplerTest, LargeVocabularyTopKMatchesFullSort) {
 // with tokens far in the tail (where it falls back to double).
 TEST(SamplerTest, TokenLogprobMatchesDouble) {
   const int64_t vocab = 151936;
-  std::mt19937 gen(2);
-  std::normal_distribution<float> noise(0.0f, 4.0f);
-  std::vector<float> logits(vocab);
-  for (float& l : logits) l = noise(gen);
+  std::vector<float> logits = normal_logits(vocab, 2, 0.0f, 4.0f);
   logits[5] = 40.0f;
   logits[6] = -90.0f;  // p ~ e^-130: below f32's range
   double max = 40.0, sum = 0.0;
@@ -163,10 +163,7 @@ TEST(SamplerTest, TokenLogprobMatchesDouble) {
 // against double math.
 TEST(SamplerTest, TopLogprobsMatchesAFullSort) {
   const int64_t vocab = 151936;
-  std::mt19937 gen(3);
-  std::normal_distribution<float> noise(0.0f, 30.0f);
-  std::vector<float> logits(vocab);
-  for (float& l : logits) l = noise(gen);
+  std::vector<float> logits = normal_logits(vocab, 3, 0.0f, 30.0f);
   for (int64_t i : {9, 500, 70000, 151935}) logits[i] = 150.0f;  // a 4-way tie
   logits[42] = 151.0f;
   std::vector<std::pair<float, int32_t>> sorted;
