@@ -102,10 +102,10 @@ void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState&
     out.token_id = state.sampler.sample(logits, vocab, prompt, generated);
   }
   if (state.num_top_logprobs < 0) return;
-  out.logprob = sampling::token_logprob(logits, vocab, out.token_id);
-  if (state.num_top_logprobs > 0) {
-    out.top_logprobs = sampling::top_logprobs(logits, vocab, state.num_top_logprobs);
-  }
+  sampling::TokenLogprobs lp =
+      sampling::token_logprobs(logits, vocab, out.token_id, state.num_top_logprobs);
+  out.logprob = lp.logprob;
+  out.top_logprobs = std::move(lp.top);
 }
 
 void ModelRunner::sample_verified(const scheduler::ScheduledRequest& s, RequestState& state,
@@ -143,10 +143,10 @@ void ModelRunner::prompt_logprob_row(const scheduler::ScheduledRequest& s, Reque
   const int64_t vocab = model_.vocab_size();
   PromptLogprob p;
   p.token_id = s.request->all_token_ids()[position + 1];
-  p.logprob = sampling::token_logprob(logits, vocab, p.token_id);
-  if (state.num_prompt_logprobs > 0) {
-    p.top_logprobs = sampling::top_logprobs(logits, vocab, state.num_prompt_logprobs);
-  }
+  sampling::TokenLogprobs lp =
+      sampling::token_logprobs(logits, vocab, p.token_id, state.num_prompt_logprobs);
+  p.logprob = lp.logprob;
+  p.top_logprobs = std::move(lp.top);
   out.push_back(std::move(p));
   state.num_prompt_logprobs_done = position + 1;
 }

@@ -69,8 +69,8 @@ class ModelRunner {
   // num_top_logprobs < 0 turns logprobs off (saving a full-vocabulary
   // softmax per sampled token); k >= 0 reports each sampled token's logprob
   // and the k most likely alternatives. num_prompt_logprobs < 0 turns prompt
-  // logprobs off; k >= 0 reports each
-  // prompt token's logprob and the k most likely alternatives.
+  // logprobs off; k >= 0 reports each prompt token's logprob and the k most
+  // likely alternatives.
   // `constraints` (grammar, allowed_token_ids, bad_words) mask the logits
   // before sampling; reported logprobs stay raw.
   void add_request(kv::RequestKey key, const sampling::SamplingParams& params,

@@ -89,51 +89,68 @@ int32_t argmax(const float* logits, int64_t vocab) {
   return 0;  // all NaN
 }
 
-float token_logprob(const float* logits, int64_t vocab, int32_t token) {
-  // For requests that ask for logprobs: the vectorized f32 softmax (~6x
-  // faster than a double loop), and where p is too small for f32 the log
-  // taken apart, in double.
+namespace {
+
+// The f32 softmax of logits [vocab] (vectorized, ~6x faster than a double
+// loop), in a per-thread buffer.
+const float* softmax_copy(const float* logits, int64_t vocab) {
   thread_local std::vector<float> p;
   p.assign(logits, logits + vocab);
   ops::softmax(p.data(), vocab);
-  if (p[token] > 1e-30f) return std::log(p[token]);
-  // Too small for f32: log p = (x - max) - log Σ e^(x - max), and the sum is
-  // 1 / p[argmax] (the max's own term is e^0 = 1), so no second pass of exp.
-  const int32_t best = argmax(logits, vocab);
-  return static_cast<float>(static_cast<double>(logits[token]) - logits[best] +
-                            std::log(static_cast<double>(p[best])));
+  return p.data();
 }
 
-std::vector<std::pair<int32_t, float>> top_logprobs(const float* logits, int64_t vocab, int k) {
-  k = static_cast<int>(std::min<int64_t>(k, vocab));
-  if (k <= 0) return {};
-  // One pass keeps the k best so far, best first: past the first few, a
-  // logit is compared with the k-th best alone.
+// log Σ e^x over logits from their softmax p and the index of a largest
+// logit: that term of Σ e^(x - max) is e^0 = 1, so the sum is 1 / p[top].
+double log_sum_exp(const float* logits, const float* p, int32_t top) {
+  return static_cast<double>(logits[top]) - std::log(static_cast<double>(p[top]));
+}
+
+// The k best (logit, id) of logits [vocab], best first, ties by lower id
+// (fewer only where logits are NaN). One pass keeps the k best so far: past
+// the first few, a logit is compared with the k-th best alone.
+std::vector<std::pair<float, int32_t>> best_logits(const float* logits, int64_t vocab, int k) {
   std::vector<std::pair<float, int32_t>> best;
+  k = static_cast<int>(std::min<int64_t>(k, vocab));
+  if (k <= 0) return best;
   best.reserve(static_cast<size_t>(k) + 1);
-  float kth = -INFINITY;  // the k-th best value once there are k
   for (int64_t i = 0; i < vocab; ++i) {
     const bool full = static_cast<int>(best.size()) == k;
-    if (full && !(logits[i] >= kth)) continue;  // below it (or NaN)
+    if (full && !(logits[i] >= best.back().first)) continue;  // below the k-th (or NaN)
     const std::pair<float, int32_t> c{logits[i], static_cast<int32_t>(i)};
     if (full && !better(c, best.back())) continue;  // a tie with a lower id
     best.insert(std::upper_bound(best.begin(), best.end(), c, better), c);
     if (static_cast<int>(best.size()) > k) best.pop_back();
-    if (static_cast<int>(best.size()) == k) kth = best.back().first;
   }
-  if (best.empty()) return {};  // all NaN
-  // log Σ e^x from the f32 softmax: the max's own term of Σ e^(x - max) is
-  // e^0 = 1, so the sum is 1 / p[argmax].
-  thread_local std::vector<float> p;
-  p.assign(logits, logits + vocab);
-  ops::softmax(p.data(), vocab);
-  const int32_t top = best[0].second;
-  const double lse = static_cast<double>(logits[top]) - std::log(static_cast<double>(p[top]));
-  std::vector<std::pair<int32_t, float>> out;
-  for (const auto& [value, id] : best) {
-    out.emplace_back(id, static_cast<float>(value - lse));
+  return best;
+}
+
+}  // namespace
+
+TokenLogprobs token_logprobs(const float* logits, int64_t vocab, int32_t token, int k) {
+  const std::vector<std::pair<float, int32_t>> best = best_logits(logits, vocab, k);
+  const float* p = softmax_copy(logits, vocab);
+  TokenLogprobs out;
+  if (best.empty()) {
+    // Where p is too small for f32, the log taken apart, in double.
+    out.logprob = p[token] > 1e-30f
+                      ? std::log(p[token])
+                      : static_cast<float>(logits[token] -
+                                           log_sum_exp(logits, p, argmax(logits, vocab)));
+    return out;
   }
+  const double lse = log_sum_exp(logits, p, best[0].second);
+  out.logprob = static_cast<float>(logits[token] - lse);
+  for (const auto& [value, id] : best) out.top.emplace_back(id, static_cast<float>(value - lse));
   return out;
+}
+
+float token_logprob(const float* logits, int64_t vocab, int32_t token) {
+  return token_logprobs(logits, vocab, token, 0).logprob;
+}
+
+std::vector<std::pair<int32_t, float>> top_logprobs(const float* logits, int64_t vocab, int k) {
+  return token_logprobs(logits, vocab, 0, k).top;
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}

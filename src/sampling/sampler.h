@@ -74,11 +74,18 @@ class Sampler {
 
 int32_t argmax(const float* logits, int64_t vocab);
 
-// log_softmax of logits [vocab] at `token` (f32 softmax, ~1e-6 absolute
-// error; below 1e-30, (x - max) + log p[argmax] in double).
-float token_logprob(const float* logits, int64_t vocab, int32_t token);
+// log_softmax of logits [vocab] at `token`, and the k >= 0 most likely
+// tokens as (token_id, logprob), best first, ties by lower id: one f32
+// softmax for both (~1e-6 absolute error; below p = 1e-30, (x - max) +
+// log p[argmax] in double).
+struct TokenLogprobs {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+TokenLogprobs token_logprobs(const float* logits, int64_t vocab, int32_t token, int k);
 
-// The k most likely tokens as (token_id, logprob), best first; ties by lower id.
+// token_logprobs' parts alone.
+float token_logprob(const float* logits, int64_t vocab, int32_t token);
 std::vector<std::pair<int32_t, float>> top_logprobs(const float* logits, int64_t vocab, int k);
 
 }  // namespace strata::sampling
