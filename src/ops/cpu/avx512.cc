@@ -281,12 +281,21 @@ void tile_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
                      false);
 }
 
+// Four weight rows per tile, one x row included. The BF16 GEMV keeps one
+// weight row at a time at m = 1 (a single stream; four rows were 0-6% slower
+// end to end on the Intel AMX host). A Q8_0 step is long (two loads and an
+// insert, two scale broadcasts and a conversion, the 128 * sum(w)
+// correction, then the dot product, conversion, scale and accumulate) and a
+// one-row tile keeps a single accumulator chain: four rows give four
+// independent chains. On the
+// Intel AMX host that read 7-10% more weight bytes per second end to end at
+// one and two threads (BENCHMARKS.md, "Q8_0 decode: four weight rows per
+// tile"). Each row's sums are the same operations in the same order, so the
+// output is bit-identical to one-row tiles.
 template <int MR>
 void rows_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
   int64_t j = n_begin;
-  if constexpr (MR > 1) {  // one x row: one weight row at a time (see rows_bf16)
-    for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
-  }
+  for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
   for (; j < n_end; ++j) tile_q8q8<MR, 1>(a, row_bytes, i0, j);
 }
 
