@@ -23,6 +23,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <cstdint>
+#include <limits>
 
 #include "ops/cpu/avx512_util.h"
 #include "ops/cpu/kernels.h"
@@ -287,11 +288,10 @@ void tile_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
 // insert, two scale broadcasts and a conversion, the 128 * sum(w)
 // correction, then the dot product, conversion, scale and accumulate) and a
 // one-row tile keeps a single accumulator chain: four rows give four
-// independent chains. On the
-// Intel AMX host that read 7-10% more weight bytes per second end to end at
-// one and two threads (BENCHMARKS.md, "Q8_0 decode: four weight rows per
-// tile"). Each row's sums are the same operations in the same order, so the
-// output is bit-identical to one-row tiles.
+// independent chains. On the Intel AMX host that read 7-10% more weight bytes
+// per second end to end at one and two threads (BENCHMARKS.md, "Q8_0 decode:
+// four weight rows per tile"). Each row's sums are the same operations in the
+// same order, so the output is bit-identical to one-row tiles.
 template <int MR>
 void rows_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
   int64_t j = n_begin;
@@ -683,7 +683,7 @@ void softmax(float* x, int64_t n) {
   // scaling makes no subnormals either (see exp512).
   const float total = reduce1(sum);
   const __m512 inv = _mm512_set1_ps(1.0f / total);
-  const __m512 smallest = _mm512_set1_ps(2.0f * 1.17549435e-38f * total);  // FLT_MIN
+  const __m512 smallest = _mm512_set1_ps(2.0f * std::numeric_limits<float>::min() * total);
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = tail_mask16(n - i);
     const __m512 e = _mm512_maskz_loadu_ps(m, x + i);
