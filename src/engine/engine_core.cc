@@ -241,7 +241,7 @@ EngineCore::EngineCore(const model::Model& model, const EngineConfig& config, in
       backend_(std::make_shared<backend::CpuBackend>(pool)),
       kv_memory_(model.make_kv_memory(*backend_, num_blocks, config.block_size,
                                       config.kv_cache_dtype)),
-      runner_(model, kv_memory_, *backend_) {
+      runner_(model, kv_memory_, *backend_, &pool) {
   extra_keys_.model_fingerprint = engine::model_fingerprint(model);
   extra_keys_.kv_dtype = tensor::kv_cache_dtype_name(config.kv_cache_dtype);
 }

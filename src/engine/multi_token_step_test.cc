@@ -30,7 +30,7 @@ class Stack {
         runner_(model,
                 model.make_kv_memory(backend_, kNumBlocks, kBlockSize,
                                      testing::kv_dtype_under_test()),
-                backend_),
+                backend_, &pool_),
         repetition_penalty_(repetition_penalty) {}
 
   void add(const std::string& id, std::vector<int32_t> prompt, int64_t max_tokens) {

@@ -8,11 +8,14 @@
 namespace strata::runner {
 
 ModelRunner::ModelRunner(const model::Model& model, backend::KvMemoryHandle kv_memory,
-                         backend::Backend& backend)
+                         backend::Backend& backend, ThreadPool* sampling_pool)
     : model_(model),
       kv_memory_(std::move(kv_memory)),
       backend_(backend),
-      workspace_(model.make_workspace(backend)) {}
+      workspace_(model.make_workspace(backend)),
+      sampling_pool_(sampling_pool),
+      masked_logits_(static_cast<size_t>(sampling_pool != nullptr ? sampling_pool->num_threads()
+                                                                   : 1)) {}
 
 void ModelRunner::add_request(kv::RequestKey key, const sampling::SamplingParams& params,
                               int num_top_logprobs, int num_prompt_logprobs,
@@ -88,15 +91,16 @@ model::ForwardBatch ModelRunner::build_batch(const scheduler::SchedulerOutput& o
 }
 
 void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState& state,
-                             const float* logits, std::span<const int32_t> generated,
+                             const float* logits, std::span<const int32_t> generated, int thread,
                              SampledToken& out) {
   const int64_t vocab = model_.vocab_size();
   const std::vector<int32_t>& ids = s.request->all_token_ids();
   std::span<const int32_t> prompt(ids.data(), s.request->num_prompt_tokens());
   if (state.constraints != nullptr) {
-    masked_logits_.resize(static_cast<size_t>(vocab));
-    state.constraints->apply(logits, masked_logits_.data(), vocab, generated);
-    out.token_id = state.sampler.sample(masked_logits_.data(), vocab, prompt, generated);
+    std::vector<float>& masked = masked_logits_[static_cast<size_t>(thread)];
+    masked.resize(static_cast<size_t>(vocab));
+    state.constraints->apply(logits, masked.data(), vocab, generated);
+    out.token_id = state.sampler.sample(masked.data(), vocab, prompt, generated);
     state.constraints->accept(out.token_id, generated);
   } else {
     out.token_id = state.sampler.sample(logits, vocab, prompt, generated);
@@ -109,12 +113,13 @@ void ModelRunner::sample_row(const scheduler::ScheduledRequest& s, RequestState&
 }
 
 void ModelRunner::sample_verified(const scheduler::ScheduledRequest& s, RequestState& state,
-                                  const float* logits, std::vector<SampledToken>& out) {
+                                  const float* logits, int thread,
+                                  std::vector<SampledToken>& out) {
   const std::vector<int32_t>& ids = s.request->all_token_ids();
   const int64_t num_prompt = s.request->num_prompt_tokens();
   std::span<const int32_t> generated(ids.data() + num_prompt, ids.size() - num_prompt);
   if (s.draft_token_ids.empty()) {
-    sample_row(s, state, logits, generated, out.emplace_back());
+    sample_row(s, state, logits, generated, thread, out.emplace_back());
     return;
   }
   // Verification by sampling: row j's token is drawn exactly as a plain
@@ -131,7 +136,7 @@ void ModelRunner::sample_verified(const scheduler::ScheduledRequest& s, RequestS
   std::vector<int32_t> context(generated.begin(), generated.end());
   for (int64_t j = 0; j <= s.num_draft_tokens(); ++j) {
     SampledToken& t = out.emplace_back();
-    sample_row(s, state, logits + j * vocab, context, t);
+    sample_row(s, state, logits + j * vocab, context, thread, t);
     if (j == s.num_draft_tokens() || t.token_id != s.draft_token_ids[j]) return;
     context.push_back(t.token_id);
   }
@@ -151,6 +156,24 @@ void ModelRunner::prompt_logprob_row(const scheduler::ScheduledRequest& s, Reque
   state.num_prompt_logprobs_done = position + 1;
 }
 
+void ModelRunner::process_entry(const scheduler::SchedulerOutput& output,
+                                const std::vector<LogitsRow>& rows, const EntryRows& entry,
+                                const float* logits, int thread, StepResult& result) {
+  const int64_t vocab = model_.vocab_size();
+  const size_t e = rows[entry.begin].entry;
+  const scheduler::ScheduledRequest& s = output.scheduled[e];
+  for (size_t r = entry.begin; r < entry.end; ++r) {
+    const float* l = logits + r * vocab;
+    if (rows[r].samples) {
+      // The entry's sampling rows are consecutive: all of them are read here.
+      sample_verified(s, *entry.state, l, thread, result.tokens[e]);
+      r += static_cast<size_t>(s.num_draft_tokens());
+    } else {
+      prompt_logprob_row(s, *entry.state, rows[r].position, l, result.prompt_logprobs[e]);
+    }
+  }
+}
+
 StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
                                 const kv::KvCacheManager& kv) {
   StepResult result;
@@ -164,18 +187,27 @@ StepResult ModelRunner::execute(const scheduler::SchedulerOutput& output,
   model_.forward(batch, *kv_memory_, workspace_, logits.data(), backend_);
   num_forward_tokens_ += static_cast<int64_t>(batch.token_ids.size());
 
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const scheduler::ScheduledRequest& s = output.scheduled[rows[r].entry];
-    auto it = requests_.find(s.request->key());
+  std::vector<EntryRows> entries;
+  for (size_t r = 0; r < rows.size();) {
+    size_t end = r + 1;
+    while (end < rows.size() && rows[end].entry == rows[r].entry) ++end;
+    auto it = requests_.find(output.scheduled[rows[r].entry].request->key());
     STRATA_CHECK(it != requests_.end()) << "request was never added to the runner";
-    const float* l = logits.data() + r * vocab;
-    if (rows[r].samples) {
-      // An entry's sampling rows are consecutive: all of them are read here.
-      sample_verified(s, it->second, l, result.tokens[rows[r].entry]);
-      r += static_cast<size_t>(s.num_draft_tokens());
-    } else {
-      prompt_logprob_row(s, it->second, rows[r].position, l, result.prompt_logprobs[rows[r].entry]);
+    entries.push_back({r, end, &it->second});
+    r = end;
+  }
+  // Entries touch only their own request state and result slots, so they
+  // can run on any thread in any order; rows within an entry stay in order.
+  auto run = [&](int64_t begin, int64_t end, int thread) {
+    for (int64_t e = begin; e < end; ++e) {
+      process_entry(output, rows, entries[static_cast<size_t>(e)], logits.data(), thread, result);
     }
+  };
+  const int64_t num_entries = static_cast<int64_t>(entries.size());
+  if (sampling_pool_ != nullptr && num_entries > 1) {
+    sampling_pool_->parallel_for(num_entries, run);
+  } else {
+    run(0, num_entries, 0);
   }
   return result;
 }

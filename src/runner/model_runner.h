@@ -14,7 +14,9 @@
 // request's sampler, whose
 // seeded RNG lives as long as the request, so a seed gives the same tokens
 // whatever the batch around it and across preemptions.
-// Engine thread only.
+// Engine thread only. With a pool, a step's requests are sampled in parallel
+// on it (each request's rows on one thread, in order): sampling a 152K
+// vocabulary takes 0.1-0.7 ms per row, serial across 16 streams otherwise.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@
 
 #include "backend/backend.h"
 #include "backend/kv_memory.h"
+#include "base/thread_pool.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "runner/token_constraints.h"
@@ -61,9 +64,10 @@ struct StepResult {
 class ModelRunner {
  public:
   // `kv_memory`: the KV pool (model.make_kv_memory), whose blocks the
-  // scheduler's block tables address. `backend` outlives the runner.
+  // scheduler's block tables address. `backend` outlives the runner, and so
+  // does `sampling_pool` (null: every row is sampled on the calling thread).
   ModelRunner(const model::Model& model, backend::KvMemoryHandle kv_memory,
-              backend::Backend& backend);
+              backend::Backend& backend, ThreadPool* sampling_pool = nullptr);
 
   // Registers a request's sampling settings before it is first scheduled.
   // num_top_logprobs < 0 turns logprobs off (saving a full-vocabulary
@@ -101,17 +105,26 @@ class ModelRunner {
     int64_t position;
     bool samples;
   };
+  // The rows [begin, end) of one scheduled entry (consecutive in build_batch's order).
+  struct EntryRows {
+    size_t begin, end;
+    RequestState* state;
+  };
   model::ForwardBatch build_batch(const scheduler::SchedulerOutput& output,
                                   const kv::KvCacheManager& kv,
                                   std::vector<LogitsRow>& rows) const;
   void add_token(model::ForwardBatch& batch, const std::vector<int32_t>& blocks, int32_t token_id,
                  int64_t pos) const;
+  // Samples and scores one entry's rows of `logits` [rows, vocab] into
+  // result's entry; `thread` picks the masking scratch (a pool thread index).
+  void process_entry(const scheduler::SchedulerOutput& output, const std::vector<LogitsRow>& rows,
+                     const EntryRows& entry, const float* logits, int thread, StepResult& result);
   // Samples one token from `logits` [vocab]; `generated`: the output tokens before it.
   void sample_row(const scheduler::ScheduledRequest& s, RequestState& state, const float* logits,
-                  std::span<const int32_t> generated, SampledToken& out);
+                  std::span<const int32_t> generated, int thread, SampledToken& out);
   // Samples s's token list from its 1 + num_draft_tokens rows at `logits`.
   void sample_verified(const scheduler::ScheduledRequest& s, RequestState& state,
-                       const float* logits, std::vector<SampledToken>& out);
+                       const float* logits, int thread, std::vector<SampledToken>& out);
   void prompt_logprob_row(const scheduler::ScheduledRequest& s, RequestState& state,
                           int64_t position, const float* logits,
                           std::vector<PromptLogprob>& out);
@@ -121,7 +134,9 @@ class ModelRunner {
   backend::Backend& backend_;
   model::Workspace workspace_;  // the forward pass's activations, reused every step
   std::unordered_map<kv::RequestKey, RequestState> requests_;
-  std::vector<float> masked_logits_;  // scratch [vocab] for constrained rows
+  ThreadPool* sampling_pool_;
+  // Scratch [vocab] for constrained rows, one per pool thread.
+  std::vector<std::vector<float>> masked_logits_;
   int64_t num_forward_tokens_ = 0;
 };
 
