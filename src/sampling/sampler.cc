@@ -319,7 +319,14 @@ int32_t Sampler::sample_nucleus() {
     std::memcpy(&bits, &v, 4);
     return static_cast<int>(bits >> kShift);
   };
-  for (int64_t i = 0; i < n; ++i) bucket_mass_[bucket(p[i])] += p[i];
+  // Bucket 0 (zeros and subnormals) is never read: the scan below stops at
+  // it. A confident distribution over a large vocabulary is mostly exact
+  // zeros (exp underflows), and adding them into bucket 0 was one long chain
+  // of dependent adds, most of the time here (BENCHMARKS.md).
+  for (int64_t i = 0; i < n; ++i) {
+    const int b = bucket(p[i]);
+    if (b != 0) bucket_mass_[b] += p[i];
+  }
   double above = 0.0;  // mass of the buckets above the boundary
   int edge = kBuckets - 1;
   for (; edge > 0 && above + bucket_mass_[edge] < need; --edge) above += bucket_mass_[edge];

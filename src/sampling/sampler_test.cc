@@ -107,6 +107,33 @@ TEST(SamplerTest, LargeVocabularyNucleusMatchesFullSort) {
   EXPECT_GT(counts[0], 150);  // logits[0] got the largest boost (~10% of the mass)
 }
 
+// A spread of logits as wide as the served random-weight models' (σ 30):
+// after the softmax nearly every probability is exactly zero or subnormal
+// (bucket 0, which sample_nucleus leaves out of its bucket masses). The
+// sampled tokens are still exactly the naive nucleus's, and its head is reached.
+TEST(SamplerTest, NucleusOfAWideSpreadMatchesFullSort) {
+  const int64_t vocab = 152000;
+  std::vector<float> logits = normal_logits(vocab, 6, 0.0f, 30.0f);
+  std::set<int32_t> head;  // 6 tokens with p >= 0.03 each
+  for (int i = 0; i < 6; ++i) {
+    head.insert((i * 7919) % vocab);
+    logits[(i * 7919) % vocab] = 140.0f - 0.5f * i;
+  }
+  for (double top_p : {0.5, 0.9, 0.999}) {
+    const std::set<int32_t> nucleus = reference_nucleus(logits, top_p);
+    Sampler s({.temperature = 1.0, .top_p = top_p, .seed = 11});
+    std::set<int32_t> seen;
+    for (int i = 0; i < 400; ++i) seen.insert(s.sample(logits.data(), vocab));
+    for (int32_t t : seen) EXPECT_TRUE(nucleus.count(t)) << "token " << t << " top_p " << top_p;
+    for (int32_t t : nucleus) {
+      if (head.count(t)) {
+        EXPECT_TRUE(seen.count(t)) << "token " << t << " top_p " << top_p;
+      }
+    }
+    EXPECT_GE(nucleus.size(), top_p < 0.9 ? 2u : 4u);
+  }
+}
+
 // A flat distribution (the nucleus is thousands of tokens, many sharing a
 // probability bucket) with exact ties: sampled tokens are all inside the
 // naive nucleus (ties broken by lower id), and the boundary is respected.
