@@ -109,28 +109,41 @@ TEST(SamplerTest, LargeVocabularyNucleusMatchesFullSort) {
 
 // A spread of logits as wide as the served random-weight models' (σ 30):
 // after the softmax nearly every probability is exactly zero or subnormal
-// (bucket 0, which sample_nucleus leaves out of its bucket masses). The
-// sampled tokens are still exactly the naive nucleus's, and its head is reached.
+// (bucket 0, which sample_nucleus leaves out of its bucket masses). Over them
+// sit a head of 6 tokens (p >= 0.03 each, 91% of the mass) and a tail of 300
+// with p ~ 3e-4 and distinct values, so that top-p 0.97 and 0.999 end inside the tail, in
+// buckets far below the head's. The sampled tokens are exactly the naive
+// nucleus's, the head is reached, and so is the tail's part of the nucleus.
 TEST(SamplerTest, NucleusOfAWideSpreadMatchesFullSort) {
   const int64_t vocab = 152000;
-  std::vector<float> logits = normal_logits(vocab, 6, 0.0f, 30.0f);
-  std::set<int32_t> head;  // 6 tokens with p >= 0.03 each
-  for (int i = 0; i < 6; ++i) {
-    head.insert((i * 7919) % vocab);
-    logits[(i * 7919) % vocab] = 140.0f - 0.5f * i;
+  // Below the head and tail: the noise's max is ~4.5 σ = 75.
+  std::vector<float> logits = normal_logits(vocab, 6, -60.0f, 30.0f);
+  std::set<int32_t> head, tail;
+  for (int i = 0; i < 306; ++i) {
+    const int32_t id = static_cast<int32_t>((i * 7919) % vocab);
+    (i < 6 ? head : tail).insert(id);
+    logits[id] = i < 6 ? 140.0f - 0.5f * i : 134.0f - 0.01f * (i - 6);
   }
-  for (double top_p : {0.5, 0.9, 0.999}) {
+  for (double top_p : {0.5, 0.97, 0.999}) {
     const std::set<int32_t> nucleus = reference_nucleus(logits, top_p);
     Sampler s({.temperature = 1.0, .top_p = top_p, .seed = 11});
     std::set<int32_t> seen;
-    for (int i = 0; i < 400; ++i) seen.insert(s.sample(logits.data(), vocab));
+    int from_tail = 0;
+    for (int i = 0; i < 2000; ++i) {
+      const int32_t t = s.sample(logits.data(), vocab);
+      seen.insert(t);
+      from_tail += static_cast<int>(tail.count(t));
+    }
     for (int32_t t : seen) EXPECT_TRUE(nucleus.count(t)) << "token " << t << " top_p " << top_p;
     for (int32_t t : nucleus) {
       if (head.count(t)) {
         EXPECT_TRUE(seen.count(t)) << "token " << t << " top_p " << top_p;
       }
     }
-    EXPECT_GE(nucleus.size(), top_p < 0.9 ? 2u : 4u);
+    if (top_p > 0.5) {
+      EXPECT_LT(nucleus.size(), head.size() + tail.size()) << "the boundary is inside the tail";
+      EXPECT_GT(from_tail, 40) << "top_p " << top_p;
+    }
   }
 }
 
