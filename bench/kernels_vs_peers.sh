@@ -6,9 +6,12 @@
 #                             [--no-llama]
 #
 # What runs (all on weights that stream from DRAM for m = 1):
-#   Strata   ops_bench BM_Matmul: own:0 = the product path (ops::matmul's static
-#            choice: our GEMVs for m <= 16, oneDNN in place per pool thread for m > 16),
-#            own:1 = our kernels only (m > 16). STRATA_NUM_THREADS=N.
+#   Strata   ops_bench BM_Matmul: own:0 = the product path, run twice: with the kernel
+#            load-time calibration chooses for the shape on this host
+#            (STRATA_BENCH_KERNEL=calibrated: the "Strata" column, with the kernel's name),
+#            and with the static choice (our GEMVs for m <= 16, oneDNN in place per pool
+#            thread for m > 16: the "static" column); own:1 = our kernels only (m > 16).
+#            STRATA_NUM_THREADS=N.
 #   oneDNN   ops_bench BM_Onednn: packed:0 = weight read in place, packed:1 = reordered
 #            once into oneDNN's blocked layout (an extra weight copy). OMP_NUM_THREADS=N.
 #   llama.cpp  its own micro-benchmark, `test-backend-ops perf -o MUL_MAT`, built from the
@@ -88,10 +91,15 @@ echo "[$(date -u +%H:%M:%S)] read loop (before), $THREADS threads" >&2
 read_loop "$RUN/memread_before.json"
 # dtype: 0 F32, 2 BF16, 3 Q8_0 (tensor::DType).
 SHAPES='n:(896|128|4864|151936|4096)/k:(896|4864|14336)'
-echo "[$(date -u +%H:%M:%S)] Strata ops_bench BM_Matmul" >&2
+echo "[$(date -u +%H:%M:%S)] Strata ops_bench BM_Matmul (static choice)" >&2
 STRATA_NUM_THREADS="$THREADS" "$OPS_BENCH" \
   --benchmark_filter="^BM_Matmul/dtype:(0|2|3)/m:(1|512)/$SHAPES/" \
   --benchmark_min_time="$MIN_TIME" --benchmark_out="$RUN/strata.json" \
+  --benchmark_out_format=json >/dev/null
+echo "[$(date -u +%H:%M:%S)] Strata ops_bench BM_Matmul (calibrated choice)" >&2
+STRATA_BENCH_KERNEL=calibrated STRATA_NUM_THREADS="$THREADS" "$OPS_BENCH" \
+  --benchmark_filter="^BM_Matmul/dtype:(0|2|3)/m:(1|512)/$SHAPES/own:0" \
+  --benchmark_min_time="$MIN_TIME" --benchmark_out="$RUN/strata_calibrated.json" \
   --benchmark_out_format=json >/dev/null
 echo "[$(date -u +%H:%M:%S)] oneDNN ops_bench BM_Onednn" >&2
 OMP_NUM_THREADS="$THREADS" STRATA_NUM_THREADS="$THREADS" "$OPS_BENCH" \
@@ -132,6 +140,7 @@ def rate(b, m):  # GB/s of weight (m = 1) or GFLOP/s
     return (b["weight_bytes/s"] if m == 1 else b["FLOP/s"]) / 1e9
 
 strata = bench(os.path.join(run, "strata.json"))
+calibrated = bench(os.path.join(run, "strata_calibrated.json"))
 onednn = bench(os.path.join(run, "onednn.json"))
 llama = {}
 lp = os.path.join(run, "llama.txt")
@@ -153,9 +162,11 @@ cpu = open(os.path.join(run, "lscpu.txt")).read().strip().replace("\n", "; ")
 print(f"# kernels vs peers, {threads} thread(s); {cpu}")
 print(f"# read loop (BM_MemRead, {threads} threads): {before:.1f} GB/s before, {after:.1f} after"
       + (f"; llama.cpp test-backend-ops ran {llama_threads} thread(s)" if llama else ""))
-print("# m = 1: weight GB/s; m = 512: GFLOP/s. ratio = Strata product / best peer.")
-hdr = ["type", "m", "n x k", "Strata", "own only", "oneDNN in place", "oneDNN packed",
-       "llama.cpp", "ratio", "GEMV / read loop"]
+print("# m = 1: weight GB/s; m = 512: GFLOP/s. Strata = the product path with the kernel"
+      " load-time calibration chose (named); static = without calibration."
+      " ratio = Strata / best peer.")
+hdr = ["type", "m", "n x k", "Strata", "kernel", "static", "own only", "oneDNN in place",
+       "oneDNN packed", "llama.cpp", "ratio", "GEMV / read loop"]
 print("| " + " | ".join(hdr) + " |")
 print("|" + "---|" * len(hdr))
 fmt = lambda v: f"{v:.1f}" if v is not None else "-"
@@ -165,7 +176,11 @@ for t in ["BF16", "Q8_0", "F32"]:
             key = (t, m, n, k)
             if (key, 0) not in strata:
                 continue
-            prod = rate(strata[(key, 0)], m)
+            static = rate(strata[(key, 0)], m)
+            cal = calibrated.get((key, 0))
+            prod = rate(cal, m) if cal is not None else static
+            label = cal.get("label", "") if cal is not None else ""
+            kernel = label.split(" ")[1] if " " in label else "static"
             own = rate(strata[(key, 1)], m) if (key, 1) in strata else None
             inplace = rate(onednn[(key, 0)], m) if (key, 0) in onednn else None
             packed = rate(onednn[(key, 1)], m) if (key, 1) in onednn else None
@@ -176,7 +191,8 @@ for t in ["BF16", "Q8_0", "F32"]:
             ratio = f"{prod / max(peers):.2f}x" if peers else "-"
             ll_s = fmt(ll) + ("" if ll is None or llama_threads == threads else f" ({llama_threads} thr)")
             gemv = f"{100 * prod / rl:.0f}%" if m == 1 else ""
-            print(f"| {t} | {m} | {n}x{k} | {prod:.1f} | {fmt(own)} | {fmt(inplace)} | {fmt(packed)}"
+            print(f"| {t} | {m} | {n}x{k} | {prod:.1f} | {kernel} | {static:.1f} | {fmt(own)}"
+                  f" | {fmt(inplace)} | {fmt(packed)}"
                   f" | {ll_s} | {ratio} | {gemv} |")
 print(f"# raw results in {run}")
 EOF

@@ -17,11 +17,14 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
+#include "ops/kernel_calibration.h"
+#include "ops/matmul_choice.h"
 #include "ops/ops.h"
 #include "tensor/kv_cache_dtype.h"
 #include "tensor/tensor_view.h"
@@ -102,6 +105,30 @@ void set_counters(benchmark::State& state, int64_t m, int64_t n, int64_t k, int6
                                                 benchmark::Counter::kIsRate);
 }
 
+// STRATA_BENCH_KERNEL=<name> (ops/matmul_choice.h: own, own-1row, own-4rows,
+// own-hwprefetch, ...) runs that kernel where it is a candidate for the
+// shape's class, the static choice elsewhere: a decode tile variant timed
+// against the static kernel in the same sitting. STRATA_BENCH_KERNEL=calibrated
+// runs what load-time calibration chooses for the class on this host (measured
+// here, without the cache), as a served model would (bench/kernels_vs_peers.sh).
+MatmulKernel bench_kernel(const MatmulShapeClass& cls) {
+  const char* name = std::getenv("STRATA_BENCH_KERNEL");
+  MatmulKernel k = MatmulKernel::kStatic;
+  if (name != nullptr && std::strcmp(name, "calibrated") == 0) {
+    CalibrationOptions o;
+    o.mode = CalibrationMode::kForce;
+    o.threads = ThreadPool::global().num_threads();
+    for (const ClassCalibration& c :
+         calibrate_matmul_kernels({cls}, o, make_matmul_timer(ThreadPool::global())).classes) {
+      if (c.cls == cls) k = c.chosen;
+    }
+    return k;
+  }
+  if (name == nullptr || !parse_matmul_kernel(name, &k)) return MatmulKernel::kStatic;
+  const std::vector<MatmulKernel> cands = matmul_candidates(cls);
+  return std::find(cands.begin(), cands.end(), k) != cands.end() ? k : MatmulKernel::kStatic;
+}
+
 // args: dtype, m, n, k[, impl]. impl 0: the product path (ops::matmul);
 // impl 1: our own kernels only (the dispatched table without its oneDNN
 // prefill GEMM), to compare the two in one process.
@@ -114,14 +141,17 @@ void BM_Matmul(benchmark::State& state) {
   ThreadPool& pool = ThreadPool::global();
   cpu::KernelTable table = cpu::active_kernels();
   if (own) table.matmul_prefill_range = nullptr;
+  const MatmulKernel kernel = bench_kernel(MatmulShapeClass{dtype, n, k, matmul_regime(m)});
   size_t c = 0;
   for (auto _ : state) {
-    cpu::run_matmul(table, x.data(), m, w->prepared[c], nullptr, y.data(), pool);
+    cpu::run_matmul(table, x.data(), m, w->prepared[c], nullptr, y.data(), pool, kernel);
     benchmark::ClobberMemory();
     c = (c + 1) % w->prepared.size();
   }
   set_counters(state, m, n, k, w->bytes);
-  state.SetLabel(own ? "ours" : cpu_backend_name());
+  state.SetLabel(std::string(own ? "ours" : cpu_backend_name()) +
+                 (kernel != MatmulKernel::kStatic ? std::string(" ") + matmul_kernel_name(kernel)
+                                                  : std::string()));
 }
 
 #ifdef STRATA_BENCH_ONEDNN

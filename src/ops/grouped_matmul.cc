@@ -42,11 +42,11 @@ struct Prepared {
 // matmul() would.
 void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel kernel,
             Prepared& p) {
-  const bool prefill = m > kDecodeMaxRows && t.matmul_prefill_range != nullptr &&
-                       dtype != tensor::DType::kF16 &&
-                       (!tensor::is_quantized(dtype) || m > quantized_decode_rows()) &&
-                       kernel != MatmulKernel::kOwn;
+  const bool prefill =
+      m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && dtype != tensor::DType::kF16 &&
+      (!tensor::is_quantized(dtype) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
   p.grain = kGrain;
+  set_decode_variant(kernel, &p.a);
   if (uses_lowbit_kernel(t, dtype, m)) {
     p.table = &t;
     p.kind = Kind::kLowbit;

@@ -5,18 +5,22 @@
 // cache directory, so later loads on the same host only read a small file.
 //
 // Decision rule (choose_matmul_kernel): the static choice stays unless a
-// candidate's median time beats it by more than `margin` at *every* probe m
-// of the regime (decode: m = 1 and m = 16; prefill: m = 256), and again in a
-// second, independent set of rounds, so noise does not swap in a slower kernel. Decode is one regime for all m <= 16 (batch
+// candidate's median time beats it by more than `margin` at some probe m of
+// the regime (decode: m = 1 and m = 16; prefill: m = 256) and is slower by
+// more than `margin` at none, and does so again in a second, independent set
+// of rounds, so noise does not swap in a slower kernel. (A candidate may
+// differ from the static kernel at some m only: kOwnHwPrefetch runs the same
+// code as kOwn at m = 16.) Decode is one regime for all m <= 16 (batch
 // invariance, see matmul_choice.h).
 //
 // Timing: each probe runs one warm-up call and a few timed ones (candidates
-// interleaved, medians compared) on a scratch
-// weight of the class's dtype and k (not the model's bytes); before each
-// decode call the weight is flushed from the caches (clflush) so the call
-// streams it from DRAM, as a decode step does; n is capped (8 MiB of weight for decode, 192 MFLOP for
-// prefill) and the time scaled back to the full n. Total time is bounded by
-// CalibrationOptions::budget_seconds (classes left over keep the static choice).
+// interleaved, medians compared) on a scratch weight of the class's dtype and
+// k (not the model's bytes); before each decode call the weight is flushed
+// from the caches (clflush) so the call streams it from DRAM, as a decode
+// step does; n is capped (8 MiB of weight for decode, 192 MFLOP for prefill)
+// and the time scaled back to the full n. Total time is bounded by
+// CalibrationOptions::budget_seconds (classes left over keep the static
+// choice).
 //
 // Threading: calibrate_matmul_kernels runs on the calling thread and uses
 // `pool` for the timed matmuls; call it at load, before the engine runs.
@@ -57,8 +61,9 @@ MatmulTimer make_matmul_timer(ThreadPool& pool);
 
 // Index into `candidates` of the kernel to use. seconds[c][p]: candidate c's
 // time at probe p; candidates[0] is the static choice. Another candidate wins
-// only when seconds[c][p] * (1 + margin) < seconds[0][p] for every p; among
-// winners, the one with the smallest worst-case ratio to the static time.
+// only when seconds[c][p] * (1 + margin) < seconds[0][p] for some p and
+// seconds[c][p] <= seconds[0][p] * (1 + margin) for every p; among winners,
+// the one with the smallest mean ratio to the static time over the probes.
 size_t choose_matmul_kernel(const std::vector<std::vector<double>>& seconds, double margin);
 
 struct ClassCalibration {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -30,13 +31,12 @@ using testing::random_floats;
 using testing::store_weight;
 using testing::StoredWeight;
 
-
 // The reference with the numerics `kernel` promises for (dtype, m).
 void reference_for(MatmulKernel kernel, const float* x, int64_t m, const tensor::TensorView& w,
                    const float* bias, float* ref) {
   const DType dtype = w.dtype;
   const bool decode = matmul_regime(m) == MatmulRegime::kDecode;
-  if (decode && dtype == DType::kQ8_0 && kernel == MatmulKernel::kOwn &&
+  if (decode && dtype == DType::kQ8_0 && kernel != MatmulKernel::kOwnExact &&
       cpu::uses_q8_activations(cpu::active_kernels(), dtype, m)) {
     reference::matmul_q8_activations(x, m, w, bias, ref);
   } else if (cpu::matmul_mode(dtype, m) == cpu::MatmulMode::kF32) {
@@ -106,7 +106,99 @@ TEST_F(CalibrationTest, DecodeCandidatesAreBatchInvariant) {
   }
 }
 
-TEST(ChooseMatmulKernel, FastestBeyondMarginAtEveryProbe) {
+// Where the AVX-512 kernels run, the decode tile variants (F32 / F16 / BF16:
+// no software prefetch on one-row tiles, four-row m = 1 tiles; Q8_0 int8:
+// one-row m = 1 tiles) give the same bits as the static kernel, at every
+// decode m, on tails of k and of n, split over threads, and through
+// ops::matmul and the grouped matmul once installed.
+TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
+  if (&cpu::active_kernels() != cpu::avx512_kernels()) GTEST_SKIP() << "no AVX-512 kernels";
+  int checked = 0;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 96}, {130, 1024}, {301, 2080}}) {
+      const MatmulShapeClass cls{dtype, n, k, MatmulRegime::kDecode};
+      const std::vector<MatmulKernel> cands = matmul_candidates(cls);
+      std::vector<MatmulKernel> variants;
+      for (MatmulKernel c : cands) {
+        if (c == MatmulKernel::kOwnHwPrefetch || c == MatmulKernel::kOwnFourRows ||
+            c == MatmulKernel::kOwnOneRow) {
+          variants.push_back(c);
+        }
+      }
+      if (dtype == DType::kQ8_0) {
+        if (!cpu::uses_q8_activations(cpu::active_kernels(), dtype, 1)) continue;  // no VNNI
+        ASSERT_EQ(variants, std::vector<MatmulKernel>{MatmulKernel::kOwnOneRow});
+      } else {
+        ASSERT_EQ(variants, (std::vector<MatmulKernel>{MatmulKernel::kOwnHwPrefetch,
+                                                       MatmulKernel::kOwnFourRows}));
+      }
+      StoredWeight s = store_weight(random_floats(n * k, 40 + checked), n, k, dtype);
+      MatmulWeight w = MatmulWeight::prepare(s.view);
+      std::vector<float> bias = random_floats(n, 41 + checked);
+      for (MatmulKernel variant : variants) {
+        for (int64_t m : {1, 2, 5, 7, 9, 13, 16}) {
+          SCOPED_TRACE(std::string(tensor::dtype_name(dtype)) + " " + std::to_string(n) + "x" +
+                       std::to_string(k) + " m=" + std::to_string(m) + " " +
+                       matmul_kernel_name(variant));
+          std::vector<float> x = random_floats(m * k, 42 + checked);
+          std::vector<float> own(m * n, NAN), var(m * n, NAN), via_matmul(m * n, NAN);
+          cpu::run_matmul(cpu::active_kernels(), x.data(), m, w, bias.data(), own.data(), pool_,
+                          MatmulKernel::kOwn);
+          cpu::run_matmul(cpu::active_kernels(), x.data(), m, w, bias.data(), var.data(), pool_,
+                          variant);
+          EXPECT_EQ(own, var);
+          set_matmul_choices({{cls, variant}});
+          EXPECT_EQ(chosen_matmul_kernel(dtype, n, k, m), variant);
+          matmul(x.data(), m, w, bias.data(), via_matmul.data(), pool_);
+          EXPECT_EQ(own, via_matmul);
+          std::vector<float> grouped(m * n, NAN);
+          GroupedMatmul g;
+          g.x = x.data();
+          g.m = m;
+          g.w = &w;
+          g.y = grouped.data();
+          cpu::run_grouped_matmul(cpu::active_kernels(), &g, 1, pool_);
+          std::vector<float> plain(m * n, NAN);
+          cpu::run_matmul(cpu::active_kernels(), x.data(), m, w, nullptr, plain.data(), pool_,
+                          MatmulKernel::kOwn);
+          EXPECT_EQ(plain, grouped);
+          set_matmul_choices({});
+          ++checked;
+        }
+      }
+    }
+  }
+  // 3 dtypes x 3 shapes x 2 variants x 7 m, plus Q8_0's one variant with VNNI.
+  const int q8 = cpu::uses_q8_activations(cpu::active_kernels(), DType::kQ8_0, 1) ? 3 * 7 : 0;
+  EXPECT_EQ(checked, 3 * 3 * 2 * 7 + q8);
+  // Never offered where it would change nothing or another kernel runs.
+  for (MatmulKernel c : matmul_candidates({DType::kBF16, 896, 896, MatmulRegime::kPrefill})) {
+    EXPECT_NE(c, MatmulKernel::kOwnHwPrefetch);
+    EXPECT_NE(c, MatmulKernel::kOwnFourRows);
+    EXPECT_NE(c, MatmulKernel::kOwnOneRow);
+  }
+  for (MatmulKernel c : matmul_candidates({DType::kQ8_0, 896, 896, MatmulRegime::kDecode})) {
+    EXPECT_NE(c, MatmulKernel::kOwnHwPrefetch);
+    EXPECT_NE(c, MatmulKernel::kOwnFourRows);
+  }
+  for (MatmulKernel c : matmul_candidates({DType::kBF16, 896, 896, MatmulRegime::kDecode})) {
+    EXPECT_NE(c, MatmulKernel::kOwnOneRow);
+  }
+}
+
+TEST(MatmulKernelName, EveryNameParsesBack) {
+  for (MatmulKernel k :
+       {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOnednn,
+        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows, MatmulKernel::kOwnOneRow}) {
+    MatmulKernel back = MatmulKernel::kStatic;
+    EXPECT_TRUE(parse_matmul_kernel(matmul_kernel_name(k), &back)) << matmul_kernel_name(k);
+    EXPECT_EQ(back, k);
+  }
+  MatmulKernel unused;
+  EXPECT_FALSE(parse_matmul_kernel("own-prefetch", &unused));
+}
+
+TEST(ChooseMatmulKernel, FasterBeyondMarginSomewhereSlowerNowhere) {
   // Static only.
   EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}}, 0.05), 0u);
   // Equal, or faster by less than the margin: static stays.
@@ -114,11 +206,16 @@ TEST(ChooseMatmulKernel, FastestBeyondMarginAtEveryProbe) {
   EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.96, 1.92}}, 0.05), 0u);
   // Faster by more than the margin at both probes: it wins.
   EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.9, 1.8}}, 0.05), 1u);
-  // Faster at one probe only: static stays.
-  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.5, 2.1}}, 0.05), 0u);
-  // Two winners: the smaller worst-case ratio (0.8 beats 0.9 even though
-  // candidate 1 is faster at the first probe).
-  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.5, 1.8}, {0.8, 1.6}}, 0.05), 2u);
+  // Faster at one probe, the same (within the margin) at the other: it wins.
+  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.5, 2.0}}, 0.05), 1u);
+  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.5, 2.08}}, 0.05), 1u);
+  // Faster at one probe, slower beyond the margin at the other: static stays.
+  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.5, 2.2}}, 0.05), 0u);
+  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.6, 4.0}}, 0.05), 0u);
+  // Two winners: the smaller mean ratio (candidate 1: 0.5 and 0.9, mean 0.7,
+  // beats candidate 2's 0.8 and 0.8).
+  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.5, 1.8}, {0.8, 1.6}}, 0.05), 1u);
+  EXPECT_EQ(choose_matmul_kernel({{1.0, 2.0}, {0.9, 1.8}, {0.8, 1.6}}, 0.05), 2u);
   // A failed measurement (0 or NaN) never wins.
   EXPECT_EQ(choose_matmul_kernel({{1.0}, {0.0}}, 0.05), 0u);
   EXPECT_EQ(choose_matmul_kernel({{1.0}, {NAN}}, 0.05), 0u);
@@ -136,6 +233,22 @@ struct FakeTimer {
     };
   }
 };
+
+// Timed calls of one set of rounds of `cands` (median_seconds): a warm-up
+// when asked and `reps` rounds per probe, where a tile variant running the
+// static kernel's code at a probe is not timed.
+int expected_timer_calls(const std::vector<MatmulKernel>& cands, MatmulRegime regime, int reps,
+                         bool warm_up) {
+  int calls = 0;
+  for (int64_t m : calibration_probe_rows(regime)) {
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const bool timed =
+          i == 0 || cands[0] != MatmulKernel::kOwn || decode_variant_matters_at(cands[i], m);
+      if (timed) calls += reps + (warm_up ? 1 : 0);
+    }
+  }
+  return calls;
+}
 
 std::vector<MatmulShapeClass> model_shapes() {
   return {{DType::kBF16, 1152, 896, MatmulRegime::kDecode},
@@ -171,11 +284,12 @@ TEST_F(CalibrationTest, ChoosesTheFastestGivenTimings) {
       if (c.chosen != c.static_kernel) {
         EXPECT_NEAR(c.chosen_rate, c.static_rate / other, 1e-6);
       }
-      const int probes = static_cast<int>(calibration_probe_rows(c.cls.regime).size());
       // A warm-up, then reps rounds; a change is confirmed by reps more rounds
       // of the static kernel and the winner.
-      expected_calls += static_cast<int>(cands.size()) * probes * (1 + o.reps);
-      if (c.chosen != c.static_kernel) expected_calls += 2 * probes * o.reps;
+      expected_calls += expected_timer_calls(cands, c.cls.regime, o.reps, true);
+      if (c.chosen != c.static_kernel) {
+        expected_calls += expected_timer_calls({cands[0], c.chosen}, c.cls.regime, o.reps, false);
+      }
     }
     EXPECT_EQ(calls, expected_calls);
   }
@@ -193,7 +307,9 @@ TEST_F(CalibrationTest, AChangeMustWinTwice) {
   for (bool repeats : {false, true}) {
     int other_calls = 0;
     MatmulTimer timer = [&](const MatmulShapeClass& c, MatmulKernel k, int64_t) {
-      if (k == matmul_candidates(c)[0]) return 1.0;
+      // Only the prefill class's calls count (the decode class may have a
+      // choice too; it keeps its static kernel here).
+      if (k == matmul_candidates(c)[0] || !(c == prefill)) return 1.0;
       // Warm-up + reps calls in the first set; the confirming set after.
       return ++other_calls <= 1 + o.reps || repeats ? 0.5 : 1.0;
     };
@@ -203,6 +319,53 @@ TEST_F(CalibrationTest, AChangeMustWinTwice) {
       EXPECT_EQ(c.chosen, repeats ? matmul_candidates(prefill)[1] : c.static_kernel) << repeats;
     }
   }
+}
+
+// A decode tile variant is timed only where it runs code of its own (m = 1),
+// and takes the static kernel's time where it runs the same tiles (m = 16):
+// faster at m = 1, it wins, however noisy the m = 16 probe would have been.
+TEST_F(CalibrationTest, TileVariantsAreTimedOnlyWhereTheyDiffer) {
+  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnFourRows, 1));
+  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnOneRow, 1));
+  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnOneRow, 13));
+  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnHwPrefetch, 1));
+  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnHwPrefetch, 6));
+  for (MatmulKernel v :
+       {MatmulKernel::kOwnFourRows, MatmulKernel::kOwnOneRow, MatmulKernel::kOwnHwPrefetch}) {
+    EXPECT_FALSE(decode_variant_matters_at(v, cpu::kDecodeMaxRows)) << matmul_kernel_name(v);
+  }
+  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnExact, cpu::kDecodeMaxRows));
+  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOnednn, 256));
+
+  const MatmulShapeClass shape{DType::kBF16, 896, 4864, MatmulRegime::kDecode};
+  const std::vector<MatmulKernel> cands = matmul_candidates(shape);
+  if (std::find(cands.begin(), cands.end(), MatmulKernel::kOwnFourRows) == cands.end()) {
+    GTEST_SKIP() << "no tile variants here";
+  }
+  std::map<std::pair<MatmulKernel, int64_t>, int> calls;
+  MatmulTimer timer = [&](const MatmulShapeClass& c, MatmulKernel k, int64_t m) {
+    if (!(c == shape)) return 1.0;
+    ++calls[{k, m}];
+    if (k == MatmulKernel::kOwnFourRows) return m == 1 ? 0.5 : 100.0;  // 100: never asked
+    return 1.0;
+  };
+  CalibrationOptions o;
+  o.mode = CalibrationMode::kForce;
+  o.budget_seconds = 1e9;
+  CalibrationReport r = calibrate_matmul_kernels({shape}, o, timer);
+  bool seen = false;
+  for (const ClassCalibration& c : r.classes) {
+    if (!(c.cls == shape)) continue;
+    seen = true;
+    EXPECT_EQ(c.chosen, MatmulKernel::kOwnFourRows);
+  }
+  EXPECT_TRUE(seen);
+  const std::pair<MatmulKernel, int64_t> own16{MatmulKernel::kOwn, cpu::kDecodeMaxRows};
+  const std::pair<MatmulKernel, int64_t> four1{MatmulKernel::kOwnFourRows, 1};
+  const std::pair<MatmulKernel, int64_t> four16{MatmulKernel::kOwnFourRows, cpu::kDecodeMaxRows};
+  EXPECT_GT(calls[own16], 0);
+  EXPECT_GT(calls[four1], 0);
+  EXPECT_EQ(calls[four16], 0);
 }
 
 TEST_F(CalibrationTest, OffKeepsTheStaticChoiceWithoutTiming) {
@@ -233,8 +396,9 @@ class CacheTest : public CalibrationTest {
     o_.threads = 2;
     o_.budget_seconds = 1e9;
     // Non-static candidates twice as fast, so the cache holds real changes.
-    t_.factor = {{MatmulKernel::kOwn, 0.5}, {MatmulKernel::kOwnExact, 0.5},
-                 {MatmulKernel::kOnednn, 0.5}};
+    t_.factor = {{MatmulKernel::kOwn, 0.5},         {MatmulKernel::kOwnExact, 0.5},
+                 {MatmulKernel::kOnednn, 0.5},      {MatmulKernel::kOwnHwPrefetch, 0.5},
+                 {MatmulKernel::kOwnFourRows, 0.5}, {MatmulKernel::kOwnOneRow, 0.5}};
   }
   void TearDown() override {
     std::filesystem::remove_all(dir_);
@@ -278,15 +442,18 @@ TEST_F(CacheTest, RoundTrip) {
   t_.calls = 0;
   std::vector<MatmulShapeClass> more = model_shapes();
   more.push_back({DType::kBF16, 4864, 896, MatmulRegime::kDecode});
-  calibrate_matmul_kernels(more, o_, timer());
+  const CalibrationReport r = calibrate_matmul_kernels(more, o_, timer());
   // Decode: 2 probes per candidate; prefill: 1; each a warm-up and reps
   // rounds, and (the non-static candidates win here) reps confirming rounds
   // of two kernels where there is a choice.
   int expected = 0;
-  for (MatmulRegime regime : {MatmulRegime::kDecode, MatmulRegime::kPrefill}) {
-    const int cands = static_cast<int>(matmul_candidates({DType::kBF16, 4864, 896, regime}).size());
-    const int probes = static_cast<int>(calibration_probe_rows(regime).size());
-    expected += cands * probes * (1 + o_.reps) + (cands > 1 ? 2 * probes * o_.reps : 0);
+  for (const ClassCalibration& c : r.classes) {
+    if (!(c.cls.dtype == DType::kBF16 && c.cls.n == 4864 && c.cls.k == 896)) continue;
+    const std::vector<MatmulKernel> cands = matmul_candidates(c.cls);
+    expected += expected_timer_calls(cands, c.cls.regime, o_.reps, true);
+    if (cands.size() > 1) {
+      expected += expected_timer_calls({cands[0], c.chosen}, c.cls.regime, o_.reps, false);
+    }
   }
   EXPECT_EQ(t_.calls, expected);
 }

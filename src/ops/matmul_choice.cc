@@ -56,13 +56,20 @@ const char* matmul_kernel_name(MatmulKernel k) {
     case MatmulKernel::kOwn: return "own";
     case MatmulKernel::kOwnExact: return "own-exact";
     case MatmulKernel::kOnednn: return "onednn";
+    case MatmulKernel::kOwnHwPrefetch:
+      return "own-hwprefetch";
+    case MatmulKernel::kOwnFourRows:
+      return "own-4rows";
+    case MatmulKernel::kOwnOneRow:
+      return "own-1row";
   }
   return "?";
 }
 
 bool parse_matmul_kernel(const std::string& name, MatmulKernel* out) {
-  for (MatmulKernel k : {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact,
-                         MatmulKernel::kOnednn}) {
+  for (MatmulKernel k :
+       {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOnednn,
+        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows, MatmulKernel::kOwnOneRow}) {
     if (name == matmul_kernel_name(k)) {
       *out = k;
       return true;
@@ -76,12 +83,33 @@ bool MatmulShapeClass::operator<(const MatmulShapeClass& o) const {
          std::make_tuple(static_cast<int>(o.dtype), o.n, o.k, static_cast<int>(o.regime));
 }
 
+bool decode_variant_matters_at(MatmulKernel kernel, int64_t m) {
+  switch (kernel) {
+    case MatmulKernel::kOwnFourRows:
+    case MatmulKernel::kOwnOneRow:
+      return m % 4 == 1;
+    case MatmulKernel::kOwnHwPrefetch:
+      return m <= 8 || m % 4 == 1;
+    default:
+      return true;
+  }
+}
+
 std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
   using tensor::DType;
   const cpu::KernelTable& t = cpu::active_kernels();
   if (cls.regime == MatmulRegime::kDecode) {
+    // Only the AVX-512 kernels have the tile variants (the others ignore
+    // MatmulArgs' variant fields).
+    const bool avx512 = &t == cpu::avx512_kernels();
     if (cpu::uses_q8_activations(t, cls.dtype, 1)) {
+      if (avx512) return {MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOwnOneRow};
       return {MatmulKernel::kOwn, MatmulKernel::kOwnExact};
+    }
+    const bool streams =
+        cls.dtype == DType::kF32 || cls.dtype == DType::kF16 || cls.dtype == DType::kBF16;
+    if (streams && avx512) {
+      return {MatmulKernel::kOwn, MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows};
     }
     return {MatmulKernel::kOwn};
   }

@@ -8,7 +8,13 @@
 // the step (the engine's batch-invariance tests rely on it).
 //
 // Candidates per class (matmul_candidates(); the first is the static choice):
-//   decode,  Q8_0 on AVX512-VNNI:          own int8-activation kernel, own exact (f32 x) kernel
+//   decode,  Q8_0 on AVX512-VNNI:          own int8-activation kernel, own exact (f32 x)
+//                                          kernel, own int8 kernel with one-row m = 1 tiles
+//   decode,  F32 / F16 / BF16 on AVX-512:  own kernel, own kernel leaving one-row tiles to the
+//                                          hardware prefetcher, own kernel with four-row
+//                                          m = 1 tiles
+// (The tile variants give the same bits as own; which is faster depends on
+// the CPU's prefetchers: BENCHMARKS.md, "Zen 4" and "Zen 5" sections.)
 //   decode,  everything else:              own kernel only (oneDNN is excluded from decode:
 //                                          its summation order changes with m, which would
 //                                          break batch invariance)
@@ -34,14 +40,29 @@ MatmulRegime matmul_regime(int64_t m);
 const char* matmul_regime_name(MatmulRegime r);  // "decode" / "prefill"
 
 enum class MatmulKernel : uint8_t {
-  kStatic,    // whatever ops.cc picks without a table (the default)
-  kOwn,       // our kernels (ops/cpu/avx512.cc or generic.cc); Q8_0 decode: int8 x (VNNI)
-  kOwnExact,  // Q8_0 decode only: our f32 kernel, x f32, weights widened exactly
-  kOnednn,    // prefill only: oneDNN matmul reading the weight in place
+  kStatic,         // whatever ops.cc picks without a table (the default)
+  kOwn,            // our kernels (ops/cpu/avx512.cc or generic.cc); Q8_0 decode: int8 x (VNNI)
+  kOwnExact,       // Q8_0 decode only: our f32 kernel, x f32, weights widened exactly
+  kOnednn,         // prefill only: oneDNN matmul reading the weight in place
+  kOwnHwPrefetch,  // F32 / F16 / BF16 decode only: kOwn without software prefetch on
+                   // tiles of one weight row (bit-identical to kOwn)
+  kOwnFourRows,    // F32 / F16 / BF16 decode only: kOwn with m = 1 tiles of four weight
+                   // rows instead of one (bit-identical to kOwn)
+  kOwnOneRow,      // Q8_0 int8 decode only: kOwn with m = 1 tiles of one weight row
+                   // instead of four (bit-identical to kOwn)
 };
-const char* matmul_kernel_name(MatmulKernel k);  // "static", "own", "own-exact", "onednn"
+// "static", "own", "own-exact", "onednn", "own-hwprefetch", "own-4rows", "own-1row"
+const char* matmul_kernel_name(MatmulKernel k);
 // Inverse of matmul_kernel_name; false when `name` is none of them.
 bool parse_matmul_kernel(const std::string& name, MatmulKernel* out);
+// False when `kernel` is a decode tile variant (kOwnHwPrefetch, kOwnFourRows,
+// kOwnOneRow) that at m rows of x runs kOwn's tiles, except at most for the
+// last few weight rows of a thread's range: the four- and one-row variants
+// change only tiles with one row of x (x is cut into chunks of 4 or 8 rows,
+// so only when m % 4 == 1), the prefetch variant only tiles of one weight row
+// (every tile below nine rows of x, the tails of n above). Calibration then
+// reuses kOwn's time instead of timing the same code again. True otherwise.
+bool decode_variant_matters_at(MatmulKernel kernel, int64_t m);
 
 struct MatmulShapeClass {
   tensor::DType dtype = tensor::DType::kF32;

@@ -216,6 +216,18 @@ bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m)
          t.matmul_q8q8_range != nullptr && t.x_to_q8 != nullptr;
 }
 
+bool is_own_kernel(MatmulKernel kernel) {
+  return kernel == MatmulKernel::kOwn || kernel == MatmulKernel::kOwnHwPrefetch ||
+         kernel == MatmulKernel::kOwnFourRows || kernel == MatmulKernel::kOwnOneRow;
+}
+
+void set_decode_variant(MatmulKernel kernel, MatmulArgs* a) {
+  a->prefetch_one_row_tiles = kernel != MatmulKernel::kOwnHwPrefetch;
+  a->gemv_tile_rows = kernel == MatmulKernel::kOwnFourRows ? 4
+                      : kernel == MatmulKernel::kOwnOneRow ? 1
+                                                           : 0;
+}
+
 void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
                 const float* bias, float* y, ThreadPool& pool, MatmulKernel kernel) {
   STRATA_CHECK(m >= 0 && w.n() > 0) << "m=" << m << " n=" << w.n();
@@ -230,10 +242,10 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   a.w_dtype = w.dtype();
   a.bias = bias;
   a.y = y;
-  bool prefill = m > kDecodeMaxRows && t.matmul_prefill_range != nullptr &&
-                 w.dtype() != tensor::DType::kF16 &&
-                 (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows()) &&
-                 kernel != MatmulKernel::kOwn;
+  set_decode_variant(kernel, &a);
+  bool prefill =
+      m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && w.dtype() != tensor::DType::kF16 &&
+      (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
   if (uses_lowbit_kernel(t, w.dtype(), m)) {
     // Quantize x once on the calling thread; workers only read it.
     a.k_pad256 = round_up(w.k(), 256);

@@ -87,6 +87,14 @@ struct LoadQ8 {
 // host of BENCHMARKS.md the earlier choice (T0, one row or at most 4 KiB
 // ahead) held a core at 12-15 GB/s; 16 KiB into L2 raised the BF16, F32 and
 // Q8_0 GEMVs by 5-60% and decode end to end by 6-11% ("Prefetching further").
+// On the Zen 4 host the same prefetch costs the BF16 GEMV at m = 1 15-30%
+// (its hardware prefetcher follows one sequential stream alone, faster),
+// while tiles of two or four weight rows (interleaved streams) run twice as
+// fast with it and Q8_0 needs it throughout: the F32-mode and BF16-mode
+// kernels skip it on one-row tiles when a.prefetch_one_row_tiles is false
+// (MatmulKernel::kOwnHwPrefetch), which load-time calibration picks per
+// shape class where it measures faster. The Q8_0 int8-activation kernel
+// always prefetches.
 constexpr int64_t kPrefetchAheadBytes = 16384;
 STRATA_INLINE void prefetch_weights(const void* line) {
   _mm_prefetch(static_cast<const char*>(line) + kPrefetchAheadBytes, _MM_HINT_T1);
@@ -103,7 +111,8 @@ void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
     __m512 wv[NR][kSub];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      prefetch_weights(w0 + r * row_bytes + L::byte_offset(kk));
+      if (NR > 1 || a.prefetch_one_row_tiles)
+        prefetch_weights(w0 + r * row_bytes + L::byte_offset(kk));
       L::load(w0 + r * row_bytes, kk, m, wv[r]);
     }
 #pragma GCC unroll 16
@@ -123,7 +132,9 @@ void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
 template <class L, int MR>
 void rows_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
   int64_t j = n_begin;
-  if constexpr (MR > 1) {  // one x row: one weight row at a time (see rows_bf16)
+  // One x row: one weight row at a time (see rows_bf16), unless the variant
+  // asks for four (MatmulArgs::gemv_tile_rows).
+  if (MR > 1 || a.gemv_tile_rows == 4) {
     for (; j + L::kNr <= n_end; j += L::kNr) tile_f32<L, MR, L::kNr>(a, row_bytes, i0, j);
   }
   for (; j < n_end; ++j) tile_f32<L, MR, 1>(a, row_bytes, i0, j);
@@ -291,11 +302,16 @@ void tile_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
 // independent chains. On the Intel AMX host that read 7-10% more weight bytes
 // per second end to end at one and two threads (BENCHMARKS.md, "Q8_0 decode:
 // four weight rows per tile"). Each row's sums are the same operations in the
-// same order, so the output is bit-identical to one-row tiles.
+// same order, so the output is bit-identical to one-row tiles. On the Zen 5
+// host one-row tiles (a single stream) read 23-32% faster at m = 1; the
+// variant MatmulArgs::gemv_tile_rows == 1 (MatmulKernel::kOwnOneRow) keeps
+// them there, and load-time calibration picks it where it measures faster.
 template <int MR>
 void rows_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
   int64_t j = n_begin;
-  for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
+  if (MR > 1 || a.gemv_tile_rows != 1) {
+    for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
+  }
   for (; j < n_end; ++j) tile_q8q8<MR, 1>(a, row_bytes, i0, j);
 }
 
@@ -330,6 +346,8 @@ struct Bf16Block {
   const uint16_t* w;
   int64_t w_stride;
   int64_t kc;
+  bool prefetch_one_row;  // MatmulArgs::prefetch_one_row_tiles
+  bool four_row_gemv;     // MatmulArgs::gemv_tile_rows == 4
 };
 
 // Compile-time flag for a tile's k step: masked (the tail) or not.
@@ -354,7 +372,7 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      prefetch_weights(w0 + r * b.w_stride + kk);
+      if (NR > 1 || b.prefetch_one_row) prefetch_weights(w0 + r * b.w_stride + kk);
       if constexpr (decltype(masked)::value) {
         wv[r] = _mm512_maskz_loadu_epi16(tail_mask32(b.kc - kk), w0 + r * b.w_stride + kk);
       } else {
@@ -413,14 +431,16 @@ void rows_bf16_x_in_l1(const Bf16Block& b, int64_t m, int64_t rows, float* y, in
 }
 
 // The block's rows against MR rows of x from i0. One x row walks the weight
-// rows one at a time (a single sequential stream, see above); with more,
-// four weight rows per tile amortize the x loads, which come from L2 when x
-// does not fit in L1.
+// rows one at a time (a single sequential stream, see above), or four at a
+// time where b.four_row_gemv (on long rows, four independent vdpbf16ps
+// chains hide the chain's latency: BENCHMARKS.md, "Zen 5"); with more x
+// rows, four weight rows per tile amortize the x loads, which come from L2
+// when x does not fit in L1.
 template <int MR>
 void rows_bf16(const Bf16Block& b, int64_t i0, int64_t rows, float* y, int64_t y_stride,
                const float* bias, bool accumulate) {
   int64_t j = 0;
-  if constexpr (MR > 1) {
+  if (MR > 1 || b.four_row_gemv) {
     for (; j + 4 <= rows; j += 4) {
       tile_bf16<MR, 4>(b, i0, j, y + j, y_stride, bias != nullptr ? bias + j : nullptr,
                        accumulate);
@@ -472,6 +492,8 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
     for (int64_t k0 = 0; k0 < a.k; k0 += tile_k) {
       Bf16Block b;
       b.kc = min64(tile_k, a.k - k0);
+      b.prefetch_one_row = a.prefetch_one_row_tiles;
+      b.four_row_gemv = a.gemv_tile_rows == 4;
       b.x = a.x_bf16 + k0;
       b.x_stride = a.k_pad;
       if (q8) {

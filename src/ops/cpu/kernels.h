@@ -57,6 +57,22 @@ struct MatmulArgs {
   tensor::DType w_dtype = tensor::DType::kF32;
   const float* bias = nullptr;  // [n] or nullptr
   float* y = nullptr;           // [m, n]
+  // Decode tile variants of the AVX-512 kernels, set from the MatmulKernel by
+  // set_decode_variant(). Every variant gives the same bits: each output is
+  // the same operations in the same order, only the walk over the weight
+  // rows changes. Which is fastest depends on the CPU's prefetchers (load-time
+  // calibration measures them, ops/kernel_calibration.h).
+  // The F32- and BF16-mode kernels prefetch the weights into L2 ahead of the
+  // loads. With false, tiles of a single weight row (one sequential stream:
+  // m = 1, and batched decode below nine rows) leave it to the hardware
+  // prefetcher; tiles of several rows (interleaved streams) still prefetch
+  // (MatmulKernel::kOwnHwPrefetch).
+  bool prefetch_one_row_tiles = true;
+  // Weight rows per tile where a tile has one row of x (m = 1, or the last
+  // row of a chunk of x rows): 0 = the kernel's default (F32 and BF16 mode:
+  // one, a single stream; Q8_0 int8 activations: four, four independent
+  // chains), else 1 or 4 (MatmulKernel::kOwnOneRow, kOwnFourRows).
+  int gemv_tile_rows = 0;
   // Q8_0 decode with int8 activations (matmul_q8q8_range): x quantized per
   // 32-block by x_to_q8. x_q8: [m, k_pad64] u8 = q + 128 (zero past k);
   // x_q8_scale: [m, k_pad64 / 64, 16] f32, lanes 0-7 = scale of the pair's
@@ -187,8 +203,10 @@ namespace strata::ops::cpu {
 // `kernel` overrides the static choice for this call (ops/matmul_choice.h):
 // kOwn skips the prefill GEMM (our kernels at any m) and, for Q8_0 decode,
 // means the int8-activation kernel where the table has it; kOwnExact (Q8_0
-// decode) runs the f32 kernel on exactly widened weights; kOnednn and
-// kStatic are the static path.
+// decode) runs the f32 kernel on exactly widened weights; kOwnHwPrefetch,
+// kOwnFourRows and kOwnOneRow are kOwn with a decode tile variant
+// (set_decode_variant; bit-identical results); kOnednn and kStatic are the
+// static path.
 void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
                 const float* bias, float* y, ThreadPool& pool,
                 MatmulKernel kernel = MatmulKernel::kStatic);
@@ -197,6 +215,12 @@ void run_rope(const KernelTable& t, float* x, const int32_t* positions, int64_t 
 void run_attention(const KernelTable& t, const float* q, const float* k, const float* v,
                    const AttentionShape& shape, float* out, ThreadPool& pool);
 void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, ThreadPool& pool);
+// True for the kernels that are our own at every m (no prefill GEMM): kOwn
+// and its decode tile variants.
+bool is_own_kernel(MatmulKernel kernel);
+// Sets a's decode tile variant fields (prefetch_one_row_tiles,
+// gemv_tile_rows) for `kernel`; kernels without a variant keep the defaults.
+void set_decode_variant(MatmulKernel kernel, MatmulArgs* a);
 // Rows of x up to which quantized weights keep their decode numerics:
 // kDecodeMaxRows with oneDNN's prefill GEMM in use, unbounded without it.
 int64_t quantized_decode_rows();
