@@ -89,22 +89,24 @@ TEST_P(KernelTest, MatmulMatchesReference) {
   }
 }
 
-// Every decode batch size m in [2, 16] on an n = 37 weight of `dtype` with
-// each k of `ks`: each row of the batch has the bits of the same row
-// computed alone.
+// Every decode batch size m in [2, 16] on an n-row weight of `dtype` with
+// each k of `ks` (with a bias when `with_bias`): each row of the batch has the
+// bits of the same row computed alone.
 void expect_batch_invariant(const cpu::KernelTable& table, ThreadPool& pool, DType dtype,
-                            std::initializer_list<int64_t> ks) {
-  const int64_t n = 37;
+                            std::initializer_list<int64_t> ks, int64_t n = 37,
+                            bool with_bias = false) {
   for (int64_t k : ks) {
     std::vector<float> wf = random_floats(n * k, 5, -2.0f, 2.0f);
     StoredWeight sw = store_weight(wf, n, k, dtype);
     MatmulWeight w = MatmulWeight::prepare(sw.view);
+    std::vector<float> bias_values = random_floats(n, 4);
+    const float* bias = with_bias ? bias_values.data() : nullptr;
     for (int64_t m = 2; m <= cpu::kDecodeMaxRows; ++m) {
       std::vector<float> x = random_floats(m * k, static_cast<uint32_t>(6 + m), -3.0f, 3.0f);
-      std::vector<float> y_batch(m * n), y_one(n);
-      cpu::run_matmul(table, x.data(), m, w, nullptr, y_batch.data(), pool);
+      std::vector<float> y_batch(m * n, NAN), y_one(n, NAN);
+      cpu::run_matmul(table, x.data(), m, w, bias, y_batch.data(), pool);
       for (int64_t i = 0; i < m; ++i) {
-        cpu::run_matmul(table, x.data() + i * k, 1, w, nullptr, y_one.data(), pool);
+        cpu::run_matmul(table, x.data() + i * k, 1, w, bias, y_one.data(), pool);
         for (int64_t j = 0; j < n; ++j) {
           ASSERT_EQ(y_one[j], y_batch[i * n + j]) << tensor::dtype_name(dtype) << " k " << k
                                                   << " m " << m << " row " << i << " col " << j;
@@ -119,6 +121,15 @@ void expect_batch_invariant(const cpu::KernelTable& table, ThreadPool& pool, DTy
 // and a k that ends mid-vector.
 TEST_P(KernelTest, Bf16MatmulIsBatchInvariant) {
   expect_batch_invariant(*table_, pool_, DType::kBF16, {1056, 1070, 1100, 2500});
+}
+
+// BF16 batched decode whose x does not fit in L1 cuts k into blocks and
+// carries each tile's sums from block to block (avx512.cc decode_block_k):
+// several blocks of weight rows (n past 2 x 64, a tail of rows), blocks of k
+// with a tail that ends mid-vector, a bias, four- and two-row tiles.
+TEST_P(KernelTest, Bf16BlockedDecodeIsBatchInvariant) {
+  expect_batch_invariant(*table_, pool_, DType::kBF16, {2500, 4864}, /*n=*/133,
+                         /*with_bias=*/true);
 }
 
 // A table without a prefill GEMM runs its own kernels at every m: a row of a

@@ -348,6 +348,15 @@ struct Bf16Block {
   int64_t kc;
   bool prefetch_one_row;  // MatmulArgs::prefetch_one_row_tiles
   bool four_row_gemv;     // MatmulArgs::gemv_tile_rows == 4
+  // Batched decode with k cut into blocks (decode_block_k; tile_bf16's
+  // kBlocked): the tiles' accumulators carried from one block to the next,
+  // acc[i][r] of the tile at (i0, jr) at carry[((jr + r) * carry_x_rows + i0
+  // + i) * 16], and the weights prefetched prefetch_ahead bytes on.
+  int64_t prefetch_ahead = kPrefetchAheadBytes;
+  float* carry = nullptr;
+  int64_t carry_x_rows = 0;
+  bool carry_in = false;   // continue the sums the previous block left in carry
+  bool carry_out = false;  // not the last block: leave the sums in carry
 };
 
 // Compile-time flag for a tile's k step: masked (the tail) or not.
@@ -358,11 +367,24 @@ struct MaskedStep {
 
 // One MR x NR tile over the block's kc: acc[i][r] is a 16-lane partial sum
 // of x row i0 + i against weight row jr + r, one chain over k in order.
-template <int MR, int NR>
+// kBlocked: a block of k in a k-blocked pass (b.carry): the chain continues
+// across blocks, the same operations in the same order as one block over
+// all of k. (A template flag, so the whole-row tiles keep their constant
+// prefetch offset and no carry checks: with a run-time offset and the
+// checks, m = 1 decoded 3-5% slower end to end on the Zen 5 host.)
+template <int MR, int NR, bool kBlocked = false>
 void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_stride,
                const float* bias, bool accumulate) {
   __m512 acc[MR][NR];
-  zero_tile(acc);
+  auto carried = [&](int i, int r) { return b.carry + ((jr + r) * b.carry_x_rows + i0 + i) * 16; };
+  if (kBlocked && b.carry_in) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_load_ps(carried(i, r));
+  } else {
+    zero_tile(acc);
+  }
   const uint16_t* x0 = b.x + i0 * b.x_stride;
   const uint16_t* w0 = b.w + jr * b.w_stride;
   // One k step of 32 values; the masked form only for a tail of kc that is
@@ -372,7 +394,12 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      if (NR > 1 || b.prefetch_one_row) prefetch_weights(w0 + r * b.w_stride + kk);
+      if (kBlocked) {
+        _mm_prefetch(reinterpret_cast<const char*>(w0 + r * b.w_stride + kk) + b.prefetch_ahead,
+                     _MM_HINT_T1);
+      } else if (NR > 1 || b.prefetch_one_row) {
+        prefetch_weights(w0 + r * b.w_stride + kk);
+      }
       if constexpr (decltype(masked)::value) {
         wv[r] = _mm512_maskz_loadu_epi16(tail_mask32(b.kc - kk), w0 + r * b.w_stride + kk);
       } else {
@@ -392,41 +419,51 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
   int64_t kk = 0;
   for (; kk < kc_full; kk += 32) step(kk, MaskedStep<false>{});
   if (kk < b.kc) step(kk, MaskedStep<true>{});
+  if (kBlocked && b.carry_out) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+      for (int r = 0; r < NR; ++r) _mm512_store_ps(carried(i, r), acc[i][r]);
+    return;
+  }
   store_tile<MR, NR>(acc, y, y_stride, bias, accumulate);
 }
 
 // Weight rows [jr, jr + NR) against all m rows of x (for_decode_chunks).
-template <int NR>
+template <int NR, bool kBlocked>
 STRATA_INLINE void group_bf16(const Bf16Block& b, int64_t m, int64_t jr, bool forward, float* y,
                               int64_t y_stride, const float* bias, bool accumulate) {
   for_decode_chunks(m, forward, [&](auto mr, int64_t i0) {
-    tile_bf16<decltype(mr)::kValue, NR>(b, i0, jr, y + i0 * y_stride + jr, y_stride,
-                                        bias != nullptr ? bias + jr : nullptr, accumulate);
+    tile_bf16<decltype(mr)::kValue, NR, kBlocked>(b, i0, jr, y + i0 * y_stride + jr, y_stride,
+                                                  bias != nullptr ? bias + jr : nullptr,
+                                                  accumulate);
   });
 }
 
-// Batched decode (1 < m <= 16) on this block, when x fits in L1
-// (kDecodeXInL1Bytes): each weight row, or each pair of adjacent rows once m
-// exceeds one chunk, is read once and used by every x chunk before the next,
-// the chunks visited in alternating order so that the one a row starts with
-// is still in L1 from the row before. Below nine x rows the tiles are single
-// weight rows: the weights then form one sequential stream, as at m = 1;
-// tiles of two or four rows make as many interleaved streams, which the
-// hardware prefetchers of some hosts (this Zen 4 VM among them) follow at
-// half the rate, and at m = 4 the whole matmul ran at half the speed of m = 1
-// (BENCHMARKS.md, "Batched decode"). Above eight rows, compute dominates and
-// two-row tiles (16 accumulators, 10 loads per 16 vdpbf16ps) win.
+// Batched decode (1 < m <= 16) on this block (of k, when x does not fit in
+// L1 whole: decode_block_k), with x in L1 (kDecodeXInL1Bytes): each group of
+// adjacent weight rows is read once and used by every x chunk before the
+// next, the chunks visited in alternating order so that the one a group
+// starts with is still in L1 from the group before. Up to four x rows the
+// groups are single weight rows (one sequential stream, as at m = 1; four-row
+// groups measured no faster end to end at m = 2-4 on the Zen 5 host); above,
+// pairs of rows (8 x 2 tiles at m = 16: 16 accumulators, 10 loads per 16
+// vdpbf16ps), each row prefetched in software (without it, interleaved
+// streams ran at half the rate on the Zen 4 host: BENCHMARKS.md, "Batched
+// decode"; pairs from m = 5 instead of m = 9 decoded 10-17% faster at m = 6-8
+// on the Zen 5 host: "Zen 5").
+template <bool kBlocked>
 void rows_bf16_x_in_l1(const Bf16Block& b, int64_t m, int64_t rows, float* y, int64_t y_stride,
                        const float* bias, bool accumulate) {
   int64_t j = 0;
   bool forward = true;
-  if (m > kDecodeChunkRows) {
+  if (m > 4) {
     for (; j + 2 <= rows; j += 2, forward = !forward) {
-      group_bf16<2>(b, m, j, forward, y, y_stride, bias, accumulate);
+      group_bf16<2, kBlocked>(b, m, j, forward, y, y_stride, bias, accumulate);
     }
   }
   for (; j < rows; ++j, forward = !forward) {
-    group_bf16<1>(b, m, j, forward, y, y_stride, bias, accumulate);
+    group_bf16<1, kBlocked>(b, m, j, forward, y, y_stride, bias, accumulate);
   }
 }
 
@@ -479,13 +516,38 @@ void dequant_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int
   avx512_dequant_lowbit_bf16(a, j0, rows, k0, kc, out, out_stride);
 }
 
+// Batched decode (5 <= m <= kDecodeMaxRows) of BF16 weights whose x does not
+// fit in L1 whole (m * k bf16 > kDecodeXInL1Bytes: k > 1024 at m = 16) runs
+// rows_bf16_x_in_l1's tiles on blocks of k that fit, the k blocks outermost
+// within each kBf16TileRows block of weight rows, each tile's accumulators
+// carried from one k block to the next in this per-thread buffer. Every
+// output stays one chain of vdpbf16ps over k in order, as at m = 1. Before,
+// these shapes ran four-by-four tiles over whole rows with x from L2, at
+// half the rate of the k <= 1024 shapes (BENCHMARKS.md, "Zen 5").
+alignas(64) thread_local float t_decode_carry[kBf16TileRows * kDecodeMaxRows * 16];
+// Weight rows ahead of the current one that a k-blocked pass prefetches (its
+// weight reads are runs of one block of a row, one row after the other).
+constexpr int64_t kBlockedPrefetchRows = 4;
+// Up to four x rows, four-by-four tiles over whole rows (x from L2) stay
+// faster than one-row tiles on blocks of k: the blocks are for m >= 5.
+constexpr int64_t kBlockedDecodeMinRows = 5;
+
+// The k block of batched BF16 decode: all m rows of x for it fit in
+// kDecodeXInL1Bytes (a multiple of 32 values), or all of k when they do.
+int64_t decode_block_k(int64_t m, int64_t k_pad) {
+  const int64_t kc = (kDecodeXInL1Bytes / (m * 2)) & ~int64_t{31};
+  return kc >= k_pad ? k_pad : kc;
+}
+
 void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
   bool q8 = tensor::is_quantized(a.w_dtype);
-  // BF16 weights are read in place, each row in one pass over k (splitting k
-  // breaks the row's stream and gains nothing at m <= 16, where x stays in
-  // L1/L2); Q8_0 rows are dequantized tile by tile into the scratch.
-  const int64_t tile_k = q8 ? kBf16TileK : a.k;
-  const bool x_in_l1 = !q8 && a.m > 1 && a.m * a.k_pad * 2 <= kDecodeXInL1Bytes;
+  // BF16 weights are read in place, each row in one pass over k, except in
+  // batched decode when x does not fit in L1 (decode_block_k); Q8_0 rows are
+  // dequantized tile by tile into the scratch.
+  const bool batched_decode = !q8 && a.m >= kBlockedDecodeMinRows && a.m <= kDecodeMaxRows;
+  const int64_t tile_k = q8 ? kBf16TileK : batched_decode ? decode_block_k(a.m, a.k_pad) : a.k;
+  const bool blocked = batched_decode && tile_k < a.k;
+  const bool x_in_l1 = !q8 && a.m > 1 && (batched_decode || a.m * a.k_pad * 2 <= kDecodeXInL1Bytes);
   for (int64_t jb = n_begin; jb < n_end; jb += kBf16TileRows) {
     int64_t rows = min64(kBf16TileRows, n_end - jb);
     const float* bias = a.bias != nullptr ? a.bias + jb : nullptr;
@@ -506,10 +568,21 @@ void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint
       }
       bool last = k0 + tile_k >= a.k;
       const float* chunk_bias = last ? bias : nullptr;
-      bool accumulate = k0 > 0;
+      bool accumulate = k0 > 0 && !blocked;
+      if (blocked) {
+        b.carry = t_decode_carry;
+        b.carry_x_rows = a.m;
+        b.carry_in = k0 > 0;
+        b.carry_out = !last;
+        b.prefetch_ahead = kBlockedPrefetchRows * a.k * 2;
+      }
       float* y = a.y + jb;
       if (x_in_l1) {
-        rows_bf16_x_in_l1(b, a.m, rows, y, a.n, chunk_bias, accumulate);
+        if (blocked) {
+          rows_bf16_x_in_l1<true>(b, a.m, rows, y, a.n, chunk_bias, accumulate);
+        } else {
+          rows_bf16_x_in_l1<false>(b, a.m, rows, y, a.n, chunk_bias, accumulate);
+        }
         continue;
       }
       for_row_chunks(a.m, [&](auto mr, int64_t i) {
