@@ -20,8 +20,6 @@ namespace cpu {
 namespace {
 
 constexpr int64_t kGrain = 16;  // weight rows per unit, as run_matmul's kMatmulGrain
-// Prefill GEMM units: whole oneDNN panels, as run_matmul's kPrefillGrain.
-constexpr int64_t kPrefillGrain = kPrefillTileRows;
 static_assert(kGroupedMaxRows <= kDecodeMaxRows);
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -58,7 +56,7 @@ void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel k
   } else if (prefill) {
     p.table = &t;
     p.kind = Kind::kPrefill;
-    p.grain = kPrefillGrain;
+    p.grain = prefill_slice_rows(dtype, p.a.k);  // whole oneDNN calls, as run_matmul's
   } else {
     p.table = &t;
     p.kind = matmul_mode(dtype, m) == MatmulMode::kBF16 ? Kind::kBf16 : Kind::kF32;

@@ -65,7 +65,7 @@ bool parse_dtype(const std::string& name, tensor::DType* out) {
 // valid scales for the quantized blocks), x and y buffers.
 class ScratchTimer {
  public:
-  explicit ScratchTimer(ThreadPool& pool) : pool_(pool) {}
+  explicit ScratchTimer(ThreadPool& pool) : pool_(pool), solo_(1) {}
 
   double time(const MatmulShapeClass& c, MatmulKernel kernel, int64_t m) {
     if (region_.data() == nullptr) {
@@ -96,13 +96,21 @@ class ScratchTimer {
       // a decode step does (the whole model does not fit in cache).
       cpu::evict_from_caches(region_.data(), bytes);
     }
+    // Prefill probes run on this thread alone: a probe of a few hundred rows
+    // is fewer units than the pool has threads for oneDNN (whole
+    // prefill_slice_rows() calls) and not for our kernels (16-row units), so
+    // on the pool it would time how many threads each keeps busy on the
+    // probe, not their speed on the model's n (measured: our kernel chosen
+    // at half oneDNN's speed on 2 threads).
+    ThreadPool& pool = c.regime == MatmulRegime::kPrefill ? solo_ : pool_;
     const Clock::time_point start = Clock::now();
-    cpu::run_matmul(cpu::active_kernels(), x_.data(), m, w, nullptr, y_.data(), pool_, kernel);
+    cpu::run_matmul(cpu::active_kernels(), x_.data(), m, w, nullptr, y_.data(), pool, kernel);
     return seconds_since(start) * static_cast<double>(c.n) / static_cast<double>(rows);
   }
 
  private:
   ThreadPool& pool_;
+  ThreadPool solo_;  // the calling thread only (no workers)
   tensor::AlignedBuffer<uint8_t> region_;
   std::vector<float> x_, y_;
 };
@@ -426,7 +434,7 @@ std::vector<std::string> describe_calibration(const CalibrationReport& report) {
   char buf[256];
   int from_cache = 0, changed = 0;
   for (const ClassCalibration& c : report.classes) {
-    const char* unit = c.cls.regime == MatmulRegime::kDecode ? "GB/s" : "GFLOP/s";
+    const char* unit = c.cls.regime == MatmulRegime::kDecode ? "GB/s" : "GFLOP/s/thread";
     from_cache += c.from_cache ? 1 : 0;
     changed += c.chosen != c.static_kernel ? 1 : 0;
     if (!c.measured) {

@@ -20,10 +20,12 @@
 // step does; n is capped (8 MiB of weight for decode, 192 MFLOP for prefill)
 // and the time scaled back to the full n. Total time is bounded by
 // CalibrationOptions::budget_seconds (classes left over keep the static
-// choice).
+// choice). Prefill probes run on the calling thread alone (their rates are
+// one thread's GFLOP/s): a probe's few hundred rows would keep a different
+// number of the pool's threads busy for each candidate.
 //
 // Threading: calibrate_matmul_kernels runs on the calling thread and uses
-// `pool` for the timed matmuls; call it at load, before the engine runs.
+// `pool` for the timed decode matmuls; call it at load, before the engine runs.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +72,8 @@ struct ClassCalibration {
   MatmulShapeClass cls;
   MatmulKernel static_kernel = MatmulKernel::kOwn;
   MatmulKernel chosen = MatmulKernel::kOwn;
-  // Decode: GB/s of weight at m = 1; prefill: GFLOP/s at m = 256. 0 = not measured.
+  // Decode: GB/s of weight at m = 1; prefill: one thread's GFLOP/s at m = 256. 0 = not
+  // measured.
   double static_rate = 0, chosen_rate = 0;
   bool from_cache = false;
   bool measured = true;  // false: the time budget ran out first; static kept

@@ -170,11 +170,23 @@ namespace cpu {
 namespace {
 
 constexpr int64_t kMatmulGrain = 16;  // weight rows per parallel_for chunk (decode)
-// Prefill: slices of whole oneDNN panels (kPrefillTileRows weight rows), so
-// that each call's shape, and so its rounding, does not depend on the thread count.
-constexpr int64_t kPrefillGrain = kPrefillTileRows;
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// Prefill on a weight of few slices (n below kPrefillMinUnits slices: an
+// attention projection of a small model) also cuts x into parts of whole
+// kPrefillRowBlock-row blocks, so that a small pool's threads all get units
+// (7 slices on 2 threads leave one idle an eighth of the time). Returns the
+// rows per part (m itself when x is not cut).
+constexpr int64_t kPrefillMinUnits = 8;
+constexpr int64_t kPrefillRowBlock = 128;
+int64_t prefill_part_rows(int64_t m, int64_t n_slices) {
+  if (n_slices >= kPrefillMinUnits) return m;
+  const int64_t parts = std::min((kPrefillMinUnits + n_slices - 1) / n_slices,
+                                 m / kPrefillRowBlock);
+  if (parts <= 1) return m;
+  return round_up((m + parts - 1) / parts, kPrefillRowBlock);
+}
 
 // Per-thread scratch, reused across calls (one engine thread + pool workers);
 // one buffer per Tag so nested uses do not collide.
@@ -292,9 +304,27 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
     return tensor::is_quantized(a.w_dtype) ? scratch<uint16_t, 1>(tile_elems) : nullptr;
   };
   if (prefill) {
+    // Units of one weight slice (one oneDNN call) by one part of x's rows,
+    // both cut by the shapes alone, so that each call's shape, and so its
+    // rounding, does not depend on the thread count.
+    const int64_t slice = prefill_slice_rows(a.w_dtype, a.k);
+    const int64_t n_slices = (a.n + slice - 1) / slice;
+    const int64_t part_rows = prefill_part_rows(m, n_slices);
+    const int64_t parts = (m + part_rows - 1) / part_rows;
     pool.parallel_for(
-        a.n, [&](int64_t b, int64_t e, int) { t.matmul_prefill_range(a, b, e, tile()); },
-        kPrefillGrain);
+        n_slices * parts,
+        [&](int64_t b, int64_t e, int) {
+          for (int64_t u = b; u < e; ++u) {
+            const int64_t r0 = u / n_slices * part_rows, j0 = u % n_slices * slice;
+            MatmulArgs part = a;
+            part.m = std::min(part_rows, m - r0);
+            part.x = a.x + r0 * a.k;
+            if (a.x_bf16 != nullptr) part.x_bf16 = a.x_bf16 + r0 * a.k_pad;
+            part.y = a.y + r0 * a.n;
+            t.matmul_prefill_range(part, j0, std::min(j0 + slice, a.n), tile());
+          }
+        },
+        1);
   } else if (a.x_bf16 != nullptr) {
     pool.parallel_for(
         a.n, [&](int64_t b, int64_t e, int) { t.matmul_bf16_range(a, b, e, tile()); },

@@ -160,6 +160,47 @@ TEST_P(KernelTest, OwnPrefillRowsEqualDecodeRows) {
   }
 }
 
+// Prefill with rows of ordinary length and long rows (k >= kPrefillLongRowK,
+// larger oneDNN calls: cpu::prefill_slice_rows), n past several calls with a
+// tail, x cut into parts of rows (few slices, m = 300: run_matmul's
+// prefill_part_rows) or not: the same bits at 1, 2 and 3 threads, and the
+// reference's values.
+TEST_P(KernelTest, PrefillBitsDoNotDependOnThreadCount) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (int64_t k : {int64_t{1000}, cpu::kPrefillLongRowK + 24}) {
+      const int64_t m = k < cpu::kPrefillLongRowK ? 300 : 20;
+      const int64_t n = 2 * cpu::prefill_slice_rows(dtype, k) + 70;
+      SCOPED_TRACE(std::string(tensor::dtype_name(dtype)) + " m=" + std::to_string(m) +
+                   " k=" + std::to_string(k));
+      std::vector<float> wf = random_floats(n * k, 21, -2.0f, 2.0f);
+      StoredWeight sw = store_weight(wf, n, k, dtype);
+      MatmulWeight w = MatmulWeight::prepare(sw.view);
+      std::vector<float> bias = random_floats(n, 22);
+      std::vector<float> x = random_floats(m * k, 23, -3.0f, 3.0f);
+      std::vector<float> y_one_thread(m * n, NAN);
+      ThreadPool one(1);
+      cpu::run_matmul(*table_, x.data(), m, w, bias.data(), y_one_thread.data(), one);
+      for (int threads : {2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> y(m * n, NAN);
+        cpu::run_matmul(*table_, x.data(), m, w, bias.data(), y.data(), pool);
+        for (int64_t i = 0; i < m * n; ++i) {
+          ASSERT_EQ(y_one_thread[i], y[i]) << threads << " threads, output " << i;
+        }
+      }
+      std::vector<float> ref(m * n);
+      if (cpu::matmul_mode(dtype, m) == cpu::MatmulMode::kF32) {
+        reference::matmul(x.data(), m, sw.view, bias.data(), ref.data());
+      } else {
+        reference::matmul_bf16_rounded(x.data(), m, sw.view, bias.data(), false, ref.data());
+      }
+      EXPECT_LT(normalized_error(x.data(), m, sw.view, bias.data(), y_one_thread.data(),
+                                 ref.data()),
+                1e-5);
+    }
+  }
+}
+
 // Q8_0, whichever decode kernel the table has (the AVX512-VNNI one also
 // tiles x inside and outside L1 differently).
 TEST_P(KernelTest, Q8MatmulIsBatchInvariant) {

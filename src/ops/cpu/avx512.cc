@@ -618,15 +618,16 @@ void add_bias(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
-// oneDNN runs one call per kPrefillTileRows weight rows, at fixed column
+// oneDNN runs one call per prefill_slice_rows() weight rows, at fixed column
 // offsets (the callers' ranges start at multiples of it): every call has the
 // same shape whatever the thread count, so neither are the results' bits.
 void matmul_prefill_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
   bool done = false;
   if (a.w_dtype == DType::kF32 || a.w_dtype == DType::kBF16) {
     done = true;
-    for (int64_t j = n_begin; j < n_end && done; j += kPrefillTileRows) {
-      const int64_t rows = min64(kPrefillTileRows, n_end - j);
+    const int64_t slice = prefill_slice_rows(a.w_dtype, a.k);
+    for (int64_t j = n_begin; j < n_end && done; j += slice) {
+      const int64_t rows = min64(slice, n_end - j);
       done = a.w_dtype == DType::kF32
                  ? onednn_gemm(GemmType::kF32, a.x, a.k, a.m,
                                static_cast<const float*>(a.w) + j * a.k, a.k, rows, a.k, a.y + j,

@@ -41,8 +41,21 @@ enum class MatmulMode { kF32, kBF16 };
 // kernels; larger m (prefill) goes to matmul_prefill_range where a table has
 // one. Q8_0 uses kF32 (exact weights) up to this m and kBF16 above it.
 constexpr int64_t kDecodeMaxRows = 16;
-// Weight rows per Q8_0 -> bf16 dequantized tile handed to the prefill GEMM.
+// Weight rows per Q8_0 -> bf16 dequantized tile handed to the prefill GEMM,
+// and per oneDNN call on F32 / BF16 weights of ordinary row length.
 constexpr int64_t kPrefillTileRows = 128;
+// Rows at and above this k are long: oneDNN re-packs all of x (m x k) in every
+// call, and past L2 (512 x 14336 f32 is 28 MiB) that re-read cost F32 20-25%
+// of its speed with 128-row calls (BENCHMARKS.md, "F32 prefill on long rows").
+constexpr int64_t kPrefillLongRowK = 8192;
+// Weight rows per oneDNN prefill call (and per parallel_for unit) for a weight
+// of w_dtype with rows of k values: 512 for F32 / BF16 weights read in place
+// with long rows, kPrefillTileRows otherwise. A function of the weight alone,
+// so a prefill's bits never depend on the thread count.
+inline int64_t prefill_slice_rows(tensor::DType w_dtype, int64_t k) {
+  const bool in_place = w_dtype == tensor::DType::kF32 || w_dtype == tensor::DType::kBF16;
+  return in_place && k >= kPrefillLongRowK ? 4 * kPrefillTileRows : kPrefillTileRows;
+}
 // kBF16 cache blocking: weight rows x k-values per tile (the Q8_0 path
 // dequantizes one such tile into per-thread scratch of kBf16TileRows*kBf16TileK).
 constexpr int64_t kBf16TileRows = 64;
