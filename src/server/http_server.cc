@@ -5,11 +5,18 @@
 #include <utility>
 // clang-format on
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
+#include <cstring>
 #include <deque>
+#include <mutex>
+#include <vector>
 
 #include "base/log.h"
 #include "server/json_writer.h"
@@ -374,12 +381,73 @@ bool SessionResponder::is_open() const { return session_->is_current(seq_); }
 
 }  // namespace
 
+// Work other threads hand to the I/O thread (HttpServer::post). Not
+// net::post: Asio's post takes the scheduler's mutex and, with the I/O thread
+// in epoll_wait, re-arms its interrupter with epoll_ctl while holding it, so
+// the woken I/O thread blocks on that mutex at once. One engine output per
+// token made that two futex calls and four context switches per streamed
+// token, the I/O thread's and the compute threads' time on a 2-core host
+// (BENCHMARKS.md, "A served stream"). Here a poster takes a mutex only to
+// append, and writes an eventfd only when the I/O thread has not been woken
+// for earlier work yet; the I/O thread reads the eventfd (resetting it) and
+// then takes every queued function in one swap.
+class Mailbox {
+ public:
+  explicit Mailbox(net::io_context& io) : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), wake_(io) {
+    if (fd_ >= 0) wake_.assign(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+
+  // Any thread.
+  void post(std::function<void()> fn) {
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queued_.push_back(std::move(fn));
+      wake = !wake_pending_;
+      wake_pending_ = true;
+    }
+    if (wake) {
+      const uint64_t one = 1;
+      ssize_t n;
+      do {
+        n = ::write(fd_, &one, sizeof(one));
+      } while (n < 0 && errno == EINTR);  // EAGAIN: the counter is already set
+    }
+  }
+
+  // I/O thread: waits for the eventfd, runs what was queued, waits again.
+  void arm() {
+    wake_.async_read_some(net::buffer(&counter_, sizeof(counter_)),
+                          [this](beast::error_code ec, size_t) {
+                            if (ec == net::error::operation_aborted) return;
+                            std::vector<std::function<void()>> batch;
+                            {
+                              std::lock_guard<std::mutex> lock(mu_);
+                              batch.swap(queued_);
+                              wake_pending_ = false;
+                            }
+                            for (auto& fn : batch) fn();
+                            arm();
+                          });
+  }
+
+ private:
+  int fd_;
+  net::posix::stream_descriptor wake_;  // owns fd_ once assigned
+  uint64_t counter_ = 0;
+  std::mutex mu_;
+  std::vector<std::function<void()>> queued_;
+  bool wake_pending_ = false;
+};
+
 struct HttpServer::Impl {
   HttpServerOptions options;
   HttpHandler handler;
   net::io_context io{1};
   tcp::acceptor acceptor{io};
   net::signal_set signals{io};
+  Mailbox mailbox{io};
   bool accepting = true;
 
   void accept() {
@@ -410,7 +478,12 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::create(const HttpServerOptions
   if (!acc.open(endpoint.protocol(), ec) &&
       !acc.set_option(net::socket_base::reuse_address(true), ec) && !acc.bind(endpoint, ec) &&
       !acc.listen(net::socket_base::max_listen_connections, ec)) {
+    if (!impl->mailbox.ok()) {
+      return unavailable(std::string("cannot create the I/O thread's eventfd: ") +
+                         std::strerror(errno));
+    }
     impl->accept();
+    impl->mailbox.arm();
     return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
   }
   return unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) +
@@ -431,7 +504,7 @@ void HttpServer::stop_accepting() {
 
 void HttpServer::stop() { impl_->io.stop(); }
 
-void HttpServer::post(std::function<void()> fn) { net::post(impl_->io, std::move(fn)); }
+void HttpServer::post(std::function<void()> fn) { impl_->mailbox.post(std::move(fn)); }
 
 void HttpServer::post_after(int delay_ms, std::function<void()> fn) {
   auto timer = std::make_shared<net::steady_timer>(impl_->io);
