@@ -76,6 +76,10 @@ std::unique_ptr<WeightSet> make_weights(DType dtype, int64_t n, int64_t k, bool 
   if (dtype == DType::kQ8_0) {
     tensor::quantize_q8_0(f.data(), n * k, reinterpret_cast<tensor::BlockQ8_0*>(first.get()));
   }
+  // Low-bit quants (no quantizer in the tree): byte 0x11 everywhere, a valid
+  // block of every such type with finite, normal scales (as the kernel
+  // calibration's probes use). Rates only; the values do not matter.
+  if (tensor::is_low_bit_quant(dtype)) std::memset(first.get(), 0x11, static_cast<size_t>(s->bytes));
   if (std::getenv("STRATA_BENCH_NO_ROTATE") != nullptr) rotate = false;  // cache-resident runs
   int64_t num = rotate ? std::max<int64_t>(1, kRotateBytes / s->bytes) : 1;
   for (int64_t c = 1; c < num; ++c) {
@@ -256,6 +260,21 @@ void matmul_args(benchmark::internal::Benchmark* b, std::vector<DType> dtypes, b
 
 BENCHMARK(BM_Matmul)->Apply([](benchmark::internal::Benchmark* b) {
   matmul_args(b, {DType::kBF16, DType::kQ8_0, DType::kF32}, false);
+});
+// K-quants and the legacy 32-value quants (decode: GB/s of weight, the issue-22
+// bound is the read loop) on the shapes whose k is a multiple of 256: the
+// Qwen2.5-0.5B down projection and llama.cpp's test-backend-ops shape.
+BENCHMARK(BM_Matmul)->Apply([](benchmark::internal::Benchmark* b) {
+  for (int64_t m : {1, 16}) {
+    for (DType dtype : {DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{896, 4864}, kPeerShape}) {
+        b->Args({static_cast<int64_t>(dtype), m, n, k, 0});
+      }
+    }
+  }
+  b->ArgNames({"dtype", "m", "n", "k", "own"});
+  time_mode(b);
+  b->Unit(benchmark::kMicrosecond);
 });
 #ifdef STRATA_BENCH_ONEDNN
 BENCHMARK(BM_Onednn)->Apply([](benchmark::internal::Benchmark* b) {
