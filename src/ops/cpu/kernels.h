@@ -46,7 +46,7 @@ constexpr int64_t kDecodeMaxRows = 16;
 constexpr int64_t kPrefillTileRows = 128;
 // Rows at and above this k are long: oneDNN re-packs all of x (m x k) in every
 // call, and past L2 (512 x 14336 f32 is 28 MiB) that re-read cost F32 20-25%
-// of its speed with 128-row calls (BENCHMARKS.md, "F32 prefill on long rows").
+// of its speed with 128-row calls (BENCHMARKS.md, "512-row oneDNN calls on long rows").
 constexpr int64_t kPrefillLongRowK = 8192;
 // Weight rows per oneDNN prefill call (and per parallel_for unit) for a weight
 // of w_dtype with rows of k values: 512 for F32 / BF16 weights read in place
