@@ -267,7 +267,7 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
     q.sum16 = scratch<float, 7>(m * a.k_pad256 / 16);
     q.nsum4 = scratch<int32_t, 8>(m * a.k_pad256 / 4);
     q.fsum4 = scratch<float, 9>(m * a.k_pad256 / 4);
-    t.x_to_q8_groups(x, m, a.k, a.k_pad256, q);
+    t.x_to_q8_groups(x, m, a.k, a.k_pad256, lowbit_x_block(w.dtype()), q);
     a.x_q8s = q.q;
     a.x_q8_scale = q.scale;
     a.x_q8_sum16 = q.sum16;

@@ -78,7 +78,8 @@ TEST_P(QuantMatmulTest, MatchesReference) {
           cpu::run_matmul(*table_, x, m, w, bp, y, pool_);
           double tol;
           if (cpu::uses_lowbit_kernel(*table_, t, m)) {
-            reference::matmul_q8_activations(x, m, qw.view, bp, ref.data());
+            reference::matmul_q8_activations(x, m, qw.view, bp, ref.data(),
+                                             cpu::lowbit_x_block(t));
             tol = 2e-6;  // int32 sums exact; f32 scaling and summation order differ
           } else if (cpu::matmul_mode(t, m) == cpu::MatmulMode::kF32) {
             reference::matmul(x, m, qw.view, bp, ref.data());
@@ -183,14 +184,16 @@ TEST_P(QuantMatmulTest, ActivationErrorBound) {
 // (prefill).
 using tensor::testing::LlamaCppBlocks;
 
-// Reference with the given f32 weights: x quantized per 32 as the kernels do.
-void q8_reference(const float* x, int64_t m, const std::vector<float>& w, int64_t n, int64_t k,
-                  float* y) {
+// Reference with the given f32 weights of a `dtype` weight: x quantized as
+// the kernels do for that type.
+void q8_reference(const float* x, int64_t m, DType dtype, const std::vector<float>& w, int64_t n,
+                  int64_t k, float* y) {
   tensor::TensorView wv;
   wv.data = w.data();
   wv.dtype = DType::kF32;
   wv.shape = {n, k};
-  reference::matmul_q8_activations(x, m, wv, nullptr, y);
+  reference::matmul_q8_activations(x, m, wv, nullptr, y,
+                                   dtype == DType::kQ8_0 ? 32 : cpu::lowbit_x_block(dtype));
 }
 
 TEST(QuantMatmulVsLlamaCpp, DecodeKernelsOnLlamaCppBlocks) {
@@ -210,7 +213,7 @@ TEST(QuantMatmulVsLlamaCpp, DecodeKernelsOnLlamaCppBlocks) {
       std::vector<float> x = random_floats(m * b.cols, 21, -2.0f, 2.0f);
       std::vector<float> y(m * b.rows), ref(m * b.rows);
       run_matmul_active(x.data(), m, w, y.data(), pool);
-      q8_reference(x.data(), m, b.values, b.rows, b.cols, ref.data());
+      q8_reference(x.data(), m, b.dtype, b.values, b.rows, b.cols, ref.data());
       double tol = cpu::uses_lowbit_kernel(cpu::active_kernels(), b.dtype, m) ||
                            cpu::uses_q8_activations(cpu::active_kernels(), b.dtype, m)
                        ? 2e-6
@@ -243,7 +246,7 @@ TEST(QuantMatmulVsLlamaCpp, PrefillOnLlamaCppBlocks) {
     fv.shape = {b.rows, b.cols};
     double tol = 1e-5;
     if (cpu::uses_lowbit_kernel(cpu::active_kernels(), b.dtype, m)) {  // STRATA_NO_ONEDNN=1
-      q8_reference(x.data(), m, b.values, b.rows, b.cols, ref.data());
+      q8_reference(x.data(), m, b.dtype, b.values, b.rows, b.cols, ref.data());
       tol = 2e-6;
     } else {
       reference::matmul_bf16_rounded(x.data(), m, fv, nullptr, true, ref.data());

@@ -51,31 +51,35 @@ void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w,
 }
 
 void matmul_q8_activations(const float* x, int64_t m, const tensor::TensorView& w,
-                           const float* bias, float* y) {
+                           const float* bias, float* y, int64_t x_block) {
   STRATA_CHECK(w.rank() == 2 && w.dim(1) % 32 == 0)
       << "weight must be 2-D with k % 32 == 0, got " << w.shape_string();
-  int64_t n = w.dim(0), k = w.dim(1), nb = k / 32;
+  STRATA_CHECK(x_block > 0 && x_block % 32 == 0) << "x_block=" << x_block;
+  int64_t n = w.dim(0), k = w.dim(1), nb = (k + x_block - 1) / x_block;
   std::vector<float> wf = widen(w);  // exact: d * q and the like are exact in double
   std::vector<int8_t> xq(static_cast<size_t>(k));
   std::vector<float> xd(static_cast<size_t>(nb));
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t b = 0; b < nb; ++b) {
-      const float* v = x + i * k + b * 32;
+      const int64_t begin = b * x_block, end = std::min(k, begin + x_block);
+      const float* v = x + i * k;
       float amax = 0.0f;
-      for (int l = 0; l < 32; ++l) amax = std::fmax(amax, std::fabs(v[l]));
+      for (int64_t l = begin; l < end; ++l) amax = std::fmax(amax, std::fabs(v[l]));
       float d = amax / 127.0f;
       float id = d != 0.0f ? 1.0f / d : 0.0f;
       xd[b] = d;
-      for (int l = 0; l < 32; ++l) {
+      for (int64_t l = begin; l < end; ++l) {
         float q = std::nearbyint(v[l] * id);
-        xq[b * 32 + l] = static_cast<int8_t>(std::fmin(std::fmax(q, -128.0f), 127.0f));
+        xq[l] = static_cast<int8_t>(std::fmin(std::fmax(q, -128.0f), 127.0f));
       }
     }
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;
       for (int64_t b = 0; b < nb; ++b) {
         double sum = 0;
-        for (int l = 0; l < 32; ++l) sum += double(xq[b * 32 + l]) * double(wf[j * k + b * 32 + l]);
+        for (int64_t l = b * x_block; l < std::min(k, (b + 1) * x_block); ++l) {
+          sum += double(xq[l]) * double(wf[j * k + l]);
+        }
         acc += double(xd[b]) * sum;
       }
       y[i * n + j] = static_cast<float>(acc) + (bias != nullptr ? bias[j] : 0.0f);

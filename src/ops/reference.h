@@ -23,14 +23,15 @@ void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w,
                          bool round_w, float* y);
 
 // Weights w [n, k] (k % 32 == 0; Q8_0, a low-bit GGUF type, or their f32
-// values) with x
-// quantized to Q8_0 per 32-block first, as the VNNI decode kernels do (and
-// llama.cpp for its 32-value types): d_x = max|x_block| / 127 kept in f32
-// (not rounded to f16), q_x = round-to-nearest-even(x * (1 / d_x)),
-// saturated to int8; y = Σ_blocks d_x * Σ q_x w (+ bias), w dequantized
-// exactly, summed in double. x must be finite.
+// values) with x quantized to int8 per x_block values first (the last block
+// may end at k), as the VNNI decode kernels do (and llama.cpp: per 32 for
+// its 32-value types, per 256 for the K-quants; cpu::lowbit_x_block()):
+// d_x = max|x_block| / 127 kept in f32 (not rounded to f16),
+// q_x = round-to-nearest-even(x * (1 / d_x)), saturated to int8;
+// y = Σ_blocks d_x * Σ q_x w (+ bias), w dequantized exactly, summed in
+// double. x must be finite.
 void matmul_q8_activations(const float* x, int64_t m, const tensor::TensorView& w,
-                           const float* bias, float* y);
+                           const float* bias, float* y, int64_t x_block = 32);
 
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y);
 void rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads,

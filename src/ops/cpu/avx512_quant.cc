@@ -11,6 +11,10 @@
 //     int32 sums of 4 products per lane), converted to f32 and scaled by the
 //     lane's A * d_x; the B term is Σ_j B_j * (d_x Σ q_x)_j, with the x sums
 //     precomputed. No horizontal sum inside the k loop.
+//     Q4_K, Q5_K and Q6_K instead quantize x per 256 values (one d_x per
+//     group, lowbit_x_block) and keep each group's sum in int32 with the
+//     integer sub-block scales (tile_kquant): vpmaddubsw + vpdpwssd per 64
+//     values, one conversion and FMA per group.
 //   prefill (m > 16): tiles of rows are dequantized to bf16 (A * u - B,
 //     rounded) for the bf16 GEMM, as Q8_0 does.
 // Each output is one accumulator chain over k in a fixed order, so results
@@ -52,18 +56,16 @@ STRATA_INLINE __m512i nibbles_2x16(const uint8_t* p0, const uint8_t* p1) {
   return _mm512_and_si512(v, nib_mask());
 }
 
-// 64 codes from 32 bytes: [lo(p[0..32)), hi(p[0..32))].
-STRATA_INLINE __m512i nibbles_32(const uint8_t* p) {
-  __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(q), q, 1);
-  v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 4);
-  return _mm512_and_si512(v, nib_mask());
+// Both halves of a zmm hold the same 32 bytes (a broadcast load).
+STRATA_INLINE __m512i dup32(const uint8_t* p) {
+  return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// Both halves of a zmm hold the same 32 bytes.
-STRATA_INLINE __m512i dup32(const uint8_t* p) {
-  __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(q), q, 1);
+// 64 codes from 32 bytes: [lo(p[0..32)), hi(p[0..32))].
+STRATA_INLINE __m512i nibbles_32(const uint8_t* p) {
+  __m512i v = dup32(p);
+  v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 4);
+  return _mm512_and_si512(v, nib_mask());
 }
 
 // Byte mask: bit `lo` of each byte in the lower 32 bytes, bit `hi` in the upper.
@@ -183,30 +185,24 @@ STRATA_INLINE void unpack_q3_k(const char* row, int64_t g, QGroup& q) {
   q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(4.0f));
 }
 
-template <bool kQ5>
-STRATA_INLINE void unpack_q45_k(const char* row, int64_t g, QGroup& q) {
-  const uint8_t *scales, *qs, *qh = nullptr;
-  uint16_t d, dmin;
-  if constexpr (kQ5) {
-    const auto& b = reinterpret_cast<const tensor::BlockQ5_K*>(row)[g];
-    scales = b.scales, qs = b.qs, qh = b.qh, d = b.d, dmin = b.dmin;
-  } else {
-    const auto& b = reinterpret_cast<const tensor::BlockQ4_K*>(row)[g];
-    scales = b.scales, qs = b.qs, d = b.d, dmin = b.dmin;
-  }
+// The codes of a Q4_K (qh == nullptr) or Q5_K group.
+STRATA_INLINE void codes_q45_k(const uint8_t* qs, const uint8_t* qh, __m512i (&u)[4]) {
   __m512i hv;
-  if constexpr (kQ5) hv = dup32(qh);
+  if (qh != nullptr) hv = dup32(qh);
 #pragma GCC unroll 4
   for (int z = 0; z < 4; ++z) {
-    __m512i u = nibbles_32(qs + 32 * z);
-    if constexpr (kQ5) {
-      u = _mm512_mask_add_epi8(u, bits_2x32(hv, 2 * z, 2 * z + 1), u, _mm512_set1_epi8(16));
+    u[z] = nibbles_32(qs + 32 * z);
+    if (qh != nullptr) {
+      u[z] = _mm512_mask_add_epi8(u[z], bits_2x32(hv, 2 * z, 2 * z + 1), u[z], _mm512_set1_epi8(16));
     }
-    q.u[z] = u;
   }
-  // tensor::k4_scale_min() for all 8 sub-blocks at once, on the 3 words of
-  // the packed scales: bytes 0-3 of w0/w1 carry scales/mins 0-3 (6 bits) and
-  // the top 2 bits of scales/mins 4-7, whose low 4 bits are in w2's nibbles.
+}
+
+// tensor::k4_scale_min() for all 8 sub-blocks at once, on the 3 words of the
+// packed scales: bytes 0-3 of w0/w1 carry scales/mins 0-3 (6 bits) and the
+// top 2 bits of scales/mins 4-7, whose low 4 bits are in w2's nibbles.
+// Bytes 0-7: the 8 scales, 8-15: the 8 mins.
+STRATA_INLINE __m128i scales_mins_q45_k(const uint8_t* scales) {
   uint32_t w0, w1, w2;
   __builtin_memcpy(&w0, scales, 4);
   __builtin_memcpy(&w1, scales + 4, 4);
@@ -214,18 +210,40 @@ STRATA_INLINE void unpack_q45_k(const char* row, int64_t g, QGroup& q) {
   const uint32_t sc_lo = w0 & 0x3F3F3F3Fu, mn_lo = w1 & 0x3F3F3F3Fu;
   const uint32_t sc_hi = (w2 & 0x0F0F0F0Fu) | ((w0 >> 6) & 0x03030303u) << 4;
   const uint32_t mn_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 6) & 0x03030303u) << 4;
-  __m128i packed = _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo),
-                                 static_cast<int>(sc_hi), static_cast<int>(sc_lo));
+  return _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo), static_cast<int>(sc_hi),
+                       static_cast<int>(sc_lo));
+}
+
+// A Q4_K / Q5_K block's fields.
+struct Q45Fields {
+  const uint8_t *scales, *qs, *qh;
+  uint16_t d, dmin;
+};
+
+template <bool kQ5>
+STRATA_INLINE Q45Fields q45_fields(const char* row, int64_t g) {
+  if constexpr (kQ5) {
+    const auto& b = reinterpret_cast<const tensor::BlockQ5_K*>(row)[g];
+    return {b.scales, b.qs, b.qh, b.d, b.dmin};
+  } else {
+    const auto& b = reinterpret_cast<const tensor::BlockQ4_K*>(row)[g];
+    return {b.scales, b.qs, nullptr, b.d, b.dmin};
+  }
+}
+
+template <bool kQ5>
+STRATA_INLINE void unpack_q45_k(const char* row, int64_t g, QGroup& q) {
+  const Q45Fields b = q45_fields<kQ5>(row, g);
+  codes_q45_k(b.qs, kQ5 ? b.qh : nullptr, q.u);
   // lanes 0-7: scales, 8-15: mins
-  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(packed));
-  f = _mm512_mul_ps(f, _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(_cvtsh_ss(d)),
-                                            _mm512_set1_ps(_cvtsh_ss(dmin))));
+  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scales_mins_q45_k(b.scales)));
+  f = _mm512_mul_ps(f, _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(_cvtsh_ss(b.d)),
+                                            _mm512_set1_ps(_cvtsh_ss(b.dmin))));
   q.a = pairs(_mm512_castps512_ps256(f));
   q.b = pairs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
 }
 
-STRATA_INLINE void unpack_q6_k(const char* row, int64_t g, QGroup& q) {
-  const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
+STRATA_INLINE void codes_q6_k(const tensor::BlockQ6_K& b, __m512i (&u)[4]) {
   const __m512i three = _mm512_set1_epi8(3);
 #pragma GCC unroll 2
   for (int half = 0; half < 2; ++half) {
@@ -234,17 +252,24 @@ STRATA_INLINE void unpack_q6_k(const char* row, int64_t g, QGroup& q) {
     // values 128 half + [0, 64): low nibbles, qh bits 0-1 (lower) / 2-3 (upper)
     __m512i h0 = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
     h0 = _mm512_slli_epi16(_mm512_and_si512(h0, three), 4);
-    q.u[2 * half] = _mm512_or_si512(_mm512_and_si512(ql, nib_mask()), h0);
+    u[2 * half] = _mm512_or_si512(_mm512_and_si512(ql, nib_mask()), h0);
     // values 128 half + [64, 128): high nibbles, qh bits 4-5 / 6-7
     __m512i h1 = _mm512_srli_epi16(qh, 4);
     h1 = _mm512_mask_srli_epi16(h1, 0xFFFF0000u, h1, 2);
     h1 = _mm512_slli_epi16(_mm512_and_si512(h1, three), 4);
-    q.u[2 * half + 1] =
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nib_mask()), h1);
+    u[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nib_mask()), h1);
   }
-  __m512 sc = _mm512_cvtepi32_ps(
-      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales))));
-  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), sc);
+}
+
+// Q6_K's 16 signed sub-block scales as int32 lanes.
+STRATA_INLINE __m512i scales_q6_k(const tensor::BlockQ6_K& b) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+}
+
+STRATA_INLINE void unpack_q6_k(const char* row, int64_t g, QGroup& q) {
+  const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
+  codes_q6_k(b, q.u);
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm512_cvtepi32_ps(scales_q6_k(b)));
   q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(32.0f));
 }
 
@@ -303,7 +328,11 @@ constexpr int64_t group_bytes() {
 
 // ---- decode: MR x rows against NR weight rows ----
 
-constexpr int64_t kPrefetchBytes = 2048;
+// How far ahead in the weight stream the decode kernels prefetch. One core
+// needs ~50 lines in flight to stream at the read loop's rate on the Zen 5
+// host (2048 B = 32 lines held Q4_K at 14-16 GB/s against 17-19 at 8192 B,
+// and at 2 threads 25 against 35; BENCHMARKS.md, "K-quant decode in int32").
+constexpr int64_t kPrefetchBytes = 8192;
 
 // Lane l of lanes_z(a, z) is a's factor for values 64 z + 4 l .. + 3.
 STRATA_INLINE __m512 lanes_z(__m512 a, int z) {
@@ -467,6 +496,115 @@ void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0)
                      false);
 }
 
+// ---- Q4_K, Q5_K, Q6_K: x quantized per 256 values (lowbit_x_block) ----
+//
+// With one d_x per group, a group's dot product with an x row is
+//   d * d_x * Σ_j s_j Σ_{v in sub-block j} u_v q_v  -  Σ_j B_j d_x Σ_{16 values} q
+// and the first sum is all int32: vpmaddubsw pairs codes with x (|pair| <=
+// 2 * 63 * 127), vpdpwssd multiplies each pair sum by its sub-block's integer
+// scale and accumulates; one conversion and one FMA per group, where the
+// 32-value types need both per 64 values.
+
+// A group as codes, integer scales and factors: w = d * s * u - B.
+struct KGroup {
+  __m512i u[4];  // codes of values [64 z, 64 z + 64)
+  __m512i s[4];  // int16 lane p of s[z]: the scale of values 64 z + 2 p, + 1
+  __m512 b;      // lane j: B of values [16 j, 16 j + 16)
+  float d;
+};
+
+// vpshufb control: int16 lanes of 128-bit lanes 0-1 take byte `lo` of their
+// lane, of lanes 2-3 byte `hi` (zero-extended).
+STRATA_INLINE __m512i word_from_bytes(int lo, int hi) {
+  const int wl = static_cast<int>(0x80008000u | static_cast<uint32_t>(lo << 16 | lo));
+  const int wh = static_cast<int>(0x80008000u | static_cast<uint32_t>(hi << 16 | hi));
+  return _mm512_inserti64x4(_mm512_set1_epi32(wl), _mm256_set1_epi32(wh), 1);
+}
+
+// int16 lanes 8 L .. 8 L + 7 take lane 4 z + L of v (L = 0..3).
+STRATA_INLINE __m512i quarter_words(int z) {
+  const short a = static_cast<short>(4 * z);
+  const __m128i w0 = _mm_set1_epi16(a), w1 = _mm_set1_epi16(static_cast<short>(a + 1));
+  const __m128i w2 = _mm_set1_epi16(static_cast<short>(a + 2));
+  const __m128i w3 = _mm_set1_epi16(static_cast<short>(a + 3));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(w1, w0)),
+                            _mm256_set_m128i(w3, w2), 1);
+}
+
+template <DType T>
+STRATA_INLINE void unpack_kquant(const char* row, int64_t g, KGroup& q) {
+  if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+    // Sub-block j = values [32 j, 32 j + 32): s[z] takes scale 2 z in
+    // 128-bit lanes 0-1 and scale 2 z + 1 in lanes 2-3.
+    const Q45Fields b = q45_fields<T == DType::kQ5_K>(row, g);
+    codes_q45_k(b.qs, T == DType::kQ5_K ? b.qh : nullptr, q.u);
+    const __m128i sm = scales_mins_q45_k(b.scales);
+    const __m512i sm4 = _mm512_broadcast_i32x4(sm);
+#pragma GCC unroll 4
+    for (int z = 0; z < 4; ++z) q.s[z] = _mm512_shuffle_epi8(sm4, word_from_bytes(2 * z, 2 * z + 1));
+    const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)));
+    q.b = pairs(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(b.dmin))));
+    q.d = _cvtsh_ss(b.d);
+  } else {
+    static_assert(T == DType::kQ6_K);
+    // Sub-block j = values [16 j, 16 j + 16): s[z] takes scale 4 z + L in
+    // 128-bit lane L; the zero point 32 goes into B.
+    const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
+    codes_q6_k(b, q.u);
+    const __m512i sc = scales_q6_k(b);
+    const __m512i sc16 = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(sc));
+#pragma GCC unroll 4
+    for (int z = 0; z < 4; ++z) q.s[z] = _mm512_permutexvar_epi16(quarter_words(z), sc16);
+    q.d = _cvtsh_ss(b.d);
+    q.b = _mm512_mul_ps(_mm512_set1_ps(32.0f * q.d), _mm512_cvtepi32_ps(sc));
+  }
+}
+
+template <DType T>
+constexpr bool is_kquant_x256() {
+  return lowbit_x_block(T) == 256;
+}
+
+template <DType T, int MR, int NR>
+void tile_kquant(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
+  __m512 acc[MR][NR];
+  zero_tile(acc);
+  const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
+  const int64_t groups = a.k_pad256 / 256;  // k % 256 == 0 for these types
+  for (int64_t g = 0; g < groups; ++g) {
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) {
+      const char* row = w0 + r * row_bytes;
+      const char* ahead = row + g * group_bytes<T>() + kPrefetchBytes;
+      for (int64_t off = 0; off < group_bytes<T>(); off += 64) {
+        _mm_prefetch(ahead + off, _MM_HINT_T0);
+      }
+      KGroup q;
+      unpack_kquant<T>(row, g, q);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const int64_t xi = i0 + i;
+        const int8_t* xq = a.x_q8s + xi * a.k_pad256 + g * 256;
+        // Two int32 chains of two groups of 64 values each, then one add.
+        __m512i s0 = _mm512_madd_epi16(_mm512_maddubs_epi16(q.u[0], _mm512_loadu_si512(xq)), q.s[0]);
+        __m512i s1 =
+            _mm512_madd_epi16(_mm512_maddubs_epi16(q.u[2], _mm512_loadu_si512(xq + 128)), q.s[2]);
+        s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(q.u[1], _mm512_loadu_si512(xq + 64)),
+                                 q.s[1]);
+        s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(q.u[3], _mm512_loadu_si512(xq + 192)),
+                                 q.s[3]);
+        const __m512i s = _mm512_add_epi32(s0, s1);
+        const float dx = a.x_q8_scale[xi * (a.k_pad256 / 4) + g * 64];
+        acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(q.d * dx), acc[i][r]);
+        __m512 xs = _mm512_loadu_ps(a.x_q8_sum16 + xi * (a.k_pad256 / 16) + g * 16);
+        acc[i][r] = _mm512_fnmadd_ps(q.b, xs, acc[i][r]);
+      }
+    }
+  }
+  store_tile<MR, NR>(acc, a.y + i0 * a.n + j0, a.n, a.bias != nullptr ? a.bias + j0 : nullptr,
+                     false);
+}
+
 template <DType T>
 constexpr bool is_blocks32() {
   return T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ5_0 || T == DType::kQ5_1 ||
@@ -477,6 +615,8 @@ template <DType T, int MR, int NR>
 STRATA_INLINE void tile_any(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
   if constexpr (is_blocks32<T>()) {
     tile_blocks32<T, MR, NR>(a, row_bytes, i0, j0);
+  } else if constexpr (is_kquant_x256<T>()) {
+    tile_kquant<T, MR, NR>(a, row_bytes, i0, j0);
   } else {
     tile_lowbit<T, MR, NR>(a, row_bytes, i0, j0);
   }
@@ -592,7 +732,7 @@ void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
 }
 
 void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
-                           const Q8GroupsOut& out) {
+                           int64_t x_block, const Q8GroupsOut& out) {
   const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * k;
@@ -601,12 +741,21 @@ void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pa
     float* s16 = out.sum16 + r * (k_pad256 / 16);
     int32_t* n4 = out.nsum4 + r * (k_pad256 / 4);
     float* f4 = out.fsum4 + r * (k_pad256 / 4);
+    float block_d = 0.0f;
     for (int64_t b = 0; b < k_pad256 / 32; ++b) {
+      if (b * 32 % x_block == 0) {  // d of values [32 b, min(32 b + x_block, k))
+        __m512 amax = _mm512_setzero_ps();
+        for (int64_t v = 32 * b; v < min64(32 * b + x_block, k); v += 32) {
+          amax = _mm512_max_ps(amax, abs_max32(xr + v));
+        }
+        block_d = _mm512_reduce_max_ps(amax) / 127.0f;
+      }
       float d = 0.0f;
       __m128i q0 = _mm_setzero_si128(), q1 = _mm_setzero_si128();
       int32_t sum0 = 0, sum1 = 0;
       if (b * 32 < k) {
-        d = quantize_block32(xr + b * 32, &q0, &q1);
+        d = block_d;
+        quantize32_with(xr + b * 32, d, &q0, &q1);
         sum0 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q0));
         sum1 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q1));
       }

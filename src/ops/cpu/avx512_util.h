@@ -20,7 +20,7 @@ void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
 // Table entries defined in avx512_quant.cc (see KernelTable).
 void avx512_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
-                           const Q8GroupsOut& out);
+                           int64_t x_block, const Q8GroupsOut& out);
 
 namespace {
 
@@ -118,13 +118,21 @@ STRATA_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t y_s
 // d = max|x| / 127 and q = round-to-nearest-even(x * (1 / d)), saturated
 // (vcvtps2dq rounds to nearest even under the default MXCSR; vpmovsdb
 // saturates), values 0-15 in *q0 and 16-31 in *q1.
-STRATA_INLINE float quantize_block32(const float* x, __m128i* q0, __m128i* q1) {
-  const __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
-  const float d = amax / 127.0f;
+// Lane-wise max|x| of x[0, 32).
+STRATA_INLINE __m512 abs_max32(const float* x) {
+  return _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x)), _mm512_abs_ps(_mm512_loadu_ps(x + 16)));
+}
+
+// q = round-to-nearest-even(x * (1 / d)) for x[0, 32) with the given d.
+STRATA_INLINE void quantize32_with(const float* x, float d, __m128i* q0, __m128i* q1) {
   const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  *q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id)));
-  *q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id)));
+  *q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), id)));
+  *q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16), id)));
+}
+
+STRATA_INLINE float quantize_block32(const float* x, __m128i* q0, __m128i* q1) {
+  const float d = _mm512_reduce_max_ps(abs_max32(x)) / 127.0f;
+  quantize32_with(x, d, q0, q1);
   return d;
 }
 

@@ -94,8 +94,9 @@ struct MatmulArgs {
   const float* x_q8_scale = nullptr;
   int64_t k_pad64 = 0;  // k rounded up to a multiple of 64
   // Low-bit quantized weights with int8 activations (matmul_lowbit_range),
-  // from x_to_q8_groups (see Q8GroupsOut): x_q8s [m, k_pad256] int8, per-32
-  // scales in x_q8_scale with the layout above ([m, k_pad256 / 64, 16]).
+  // from x_to_q8_groups (see Q8GroupsOut) with x_block = lowbit_x_block(w_dtype):
+  // x_q8s [m, k_pad256] int8, scales in x_q8_scale with the layout above
+  // ([m, k_pad256 / 64, 16]; per 256 values they are all one d).
   const int8_t* x_q8s = nullptr;
   const float* x_q8_sum16 = nullptr;
   const int32_t* x_q8_nsum4 = nullptr;
@@ -103,11 +104,11 @@ struct MatmulArgs {
   int64_t k_pad256 = 0;
 };
 
-// Where x_to_q8_groups writes x [rows, k] quantized per 32 values (zero past
-// k, up to k_pad256):
+// Where x_to_q8_groups writes x [rows, k] quantized per x_block (32 or 256)
+// values (zero past k, up to k_pad256):
 //   q      [rows, k_pad256]      int8, round-to-nearest-even(x / d)
 //   scale  [rows, k_pad256 / 4]  f32: per 64 values, lanes 0-7 = d of the
-//                                first block of 32, lanes 8-15 = of the second
+//                                first 32 values, lanes 8-15 = of the second
 //   sum16  [rows, k_pad256 / 16] f32: d * Σ q over each 16 values
 //   nsum4  [rows, k_pad256 / 4]  int32: -Σ q over each 4 values
 //   fsum4  [rows, k_pad256 / 4]  f32: d * Σ q over each 4 values
@@ -119,6 +120,17 @@ struct Q8GroupsOut {
   int32_t* nsum4;
   float* fsum4;
 };
+
+// Values of x per int8 scale for the low-bit decode kernels on weights of
+// type t: 256 for Q4_K, Q5_K and Q6_K, whose kernels then sum each 256-value
+// group in int32 with the weight's integer sub-block scales and scale once
+// (as llama.cpp's Q8_K activations); 32 for the other types, whose kernels
+// scale every 32 values.
+constexpr int64_t lowbit_x_block(tensor::DType t) {
+  return t == tensor::DType::kQ4_K || t == tensor::DType::kQ5_K || t == tensor::DType::kQ6_K
+             ? 256
+             : 32;
+}
 
 // One unit of paged attention work: query rows [row_begin, row_end) of one
 // sequence and kv head, where row = i * group + g for the sequence's i-th new
@@ -180,10 +192,11 @@ struct KernelTable {
   // factors; see tensor/quant_blocks.h). nullptr when the table has none;
   // use only when cpu_features().avx512_vnni (see uses_lowbit_kernel()).
   void (*matmul_lowbit_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
-  // Quantizes x[rows, k] per 32 values into `out` (see Q8GroupsOut):
-  // d = max|x| / 127, q = round-to-nearest-even(x * (1 / d)).
+  // Quantizes x[rows, k] per x_block (32 or 256; a last block may end at
+  // k) values into `out` (see Q8GroupsOut): d = max|x| / 127 over the block,
+  // q = round-to-nearest-even(x * (1 / d)).
   void (*x_to_q8_groups)(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
-                         const Q8GroupsOut& out);
+                         int64_t x_block, const Q8GroupsOut& out);
   // One paged attention item: writes its rows of b.out. scratch holds
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
