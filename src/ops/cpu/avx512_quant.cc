@@ -334,6 +334,14 @@ constexpr int64_t group_bytes() {
 // and at 2 threads 25 against 35; BENCHMARKS.md, "K-quant decode in int32").
 constexpr int64_t kPrefetchBytes = 8192;
 
+// Prefetches the bytes kPrefetchBytes past group g of a row. Rows are short
+// (a few groups), so this runs on into the next rows of the weight stream.
+template <DType T>
+STRATA_INLINE void prefetch_group_ahead(const char* row, int64_t g) {
+  const char* ahead = row + g * group_bytes<T>() + kPrefetchBytes;
+  for (int64_t off = 0; off < group_bytes<T>(); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+}
+
 // Lane l of lanes_z(a, z) is a's factor for values 64 z + 4 l .. + 3.
 STRATA_INLINE __m512 lanes_z(__m512 a, int z) {
   const int b = 4 * z;
@@ -462,12 +470,7 @@ void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0)
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
       const char* row = w0 + r * row_bytes;
-      // Rows are short (a few groups): prefetch kPrefetchBytes ahead in the
-      // weight stream, which runs on into the next rows.
-      const char* ahead = row + g * group_bytes<T>() + kPrefetchBytes;
-      for (int64_t off = 0; off < group_bytes<T>(); off += 64) {
-        _mm_prefetch(ahead + off, _MM_HINT_T0);
-      }
+      prefetch_group_ahead<T>(row, g);
       QGroup q;
       unpack<T>(row, a.k, g, q);
       __m512 az[4];
@@ -575,10 +578,7 @@ void tile_kquant(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0)
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
       const char* row = w0 + r * row_bytes;
-      const char* ahead = row + g * group_bytes<T>() + kPrefetchBytes;
-      for (int64_t off = 0; off < group_bytes<T>(); off += 64) {
-        _mm_prefetch(ahead + off, _MM_HINT_T0);
-      }
+      prefetch_group_ahead<T>(row, g);
       KGroup q;
       unpack_kquant<T>(row, g, q);
 #pragma GCC unroll 16
