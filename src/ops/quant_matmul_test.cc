@@ -101,20 +101,25 @@ TEST_P(QuantMatmulTest, MatchesReference) {
 TEST_P(QuantMatmulTest, BatchAndThreadInvariant) {
   ThreadPool one(1);
   for (DType t : kLowBitQuantTypes) {
-    const int64_t n = 150, k = tensor::dtype_block_size(t) == 32 ? 896 : 768;
-    QuantWeight qw = random_weight(t, n, k, 77 + static_cast<int>(t));
-    MatmulWeight w = MatmulWeight::prepare(qw.view);
-    for (int64_t m : {9, 40}) {
-      SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " m=" + std::to_string(m));
-      std::vector<float> x = random_floats(m * k, 78);
-      std::vector<float> y2(m * n), y1(m * n), row(n);
-      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y2.data(), pool_);
-      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y1.data(), one);
-      ASSERT_EQ(y1, y2);
-      if (m > cpu::kDecodeMaxRows) continue;  // a single row is decode, not prefill
-      for (int64_t i = 0; i < m; ++i) {
-        cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, row.data(), pool_);
-        for (int64_t j = 0; j < n; ++j) ASSERT_EQ(row[j], y2[i * n + j]) << i << "," << j;
+    // 32-value types: an even and an odd number of blocks (a lone last block).
+    for (int64_t k : tensor::dtype_block_size(t) == 32 ? std::vector<int64_t>{896, 928}
+                                                       : std::vector<int64_t>{768}) {
+      const int64_t n = 150;
+      QuantWeight qw = random_weight(t, n, k, 77 + static_cast<int>(t));
+      MatmulWeight w = MatmulWeight::prepare(qw.view);
+      for (int64_t m : {9, 40}) {
+        SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " k=" + std::to_string(k) +
+                     " m=" + std::to_string(m));
+        std::vector<float> x = random_floats(m * k, 78);
+        std::vector<float> y2(m * n), y1(m * n), row(n);
+        cpu::run_matmul(*table_, x.data(), m, w, nullptr, y2.data(), pool_);
+        cpu::run_matmul(*table_, x.data(), m, w, nullptr, y1.data(), one);
+        ASSERT_EQ(y1, y2);
+        if (m > cpu::kDecodeMaxRows) continue;  // a single row is decode, not prefill
+        for (int64_t i = 0; i < m; ++i) {
+          cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, row.data(), pool_);
+          for (int64_t j = 0; j < n; ++j) ASSERT_EQ(row[j], y2[i * n + j]) << i << "," << j;
+        }
       }
     }
   }

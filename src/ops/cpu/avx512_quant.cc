@@ -10,7 +10,10 @@
 //     each zmm of codes meets 64 values of x in one vpdpbusd (u8 x s8, exact
 //     int32 sums of 4 products per lane), converted to f32 and scaled by the
 //     lane's A * d_x; the B term is Σ_j B_j * (d_x Σ q_x)_j, with the x sums
-//     precomputed. No horizontal sum inside the k loop.
+//     precomputed. No horizontal sum inside the k loop. With several x rows
+//     the 32-value types with a zero point (Q4_0, Q5_0, IQ4_NL) turn it
+//     around: signed codes u - z against x + 128, seeded from the weights
+//     (pair_step).
 //     Q4_K, Q5_K and Q6_K instead quantize x per 256 values (one d_x per
 //     group, lowbit_x_block) and keep each group's sum in int32 with the
 //     integer sub-block scales (tile_kquant): vpmaddubsw + vpdpwssd per 64
@@ -83,6 +86,12 @@ STRATA_INLINE __m512 pairs(__m256 v8) {
 
 STRATA_INLINE __m256 f16x8(const uint16_t (&h)[8]) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// IQ4's signed levels as a vpshufb table in every 128-bit lane.
+STRATA_INLINE __m512i iq4_levels() {
+  const auto* levels = reinterpret_cast<const __m128i*>(tensor::kIq4Values);
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(levels));
 }
 
 // IQ4 levels + 128 as a vpshufb table in every 128-bit lane.
@@ -385,48 +394,79 @@ STRATA_INLINE __m512 f16_pair(uint16_t h0, uint16_t h1) {
       _mm_set1_epi16(static_cast<short>(h1)), 1));
 }
 
-// Codes and per-lane factors of blocks blk[0], blk[1] (kTwo) or blk[0] alone.
-template <DType T, bool kTwo>
+// Codes and per-lane factors of blocks blk[0], blk[1] (kTwo) or blk[0] alone;
+// kSigned (types with a zero point z only): the codes as signed u - z.
+template <DType T, bool kTwo, bool kSigned>
 STRATA_INLINE void pair_codes(const typename Block32<T>::B* blk, __m512i& u, __m512& dw,
                               __m512& mw) {
+  static_assert(!kSigned || zero_point_shift<T>() >= 0);
   u = nibbles_2x16(blk[0].qs, kTwo ? blk[1].qs : kZero16);
   if constexpr (T == DType::kQ5_0 || T == DType::kQ5_1) {
     uint32_t h0, h1 = 0;
     __builtin_memcpy(&h0, blk[0].qh, 4);
     if constexpr (kTwo) __builtin_memcpy(&h1, blk[1].qh, 4);
     __mmask64 hb = static_cast<__mmask64>(h0) | static_cast<__mmask64>(h1) << 32;
-    u = _mm512_mask_add_epi8(u, hb, u, _mm512_set1_epi8(16));
+    if constexpr (kSigned) {
+      u = _mm512_mask_sub_epi8(u, ~hb, u, _mm512_set1_epi8(16));  // u + 16 hb - 16
+    } else {
+      u = _mm512_mask_add_epi8(u, hb, u, _mm512_set1_epi8(16));
+    }
   }
-  if constexpr (T == DType::kIQ4_NL) u = _mm512_shuffle_epi8(iq4_table(), u);
+  if constexpr (kSigned && T == DType::kQ4_0) u = _mm512_sub_epi8(u, _mm512_set1_epi8(8));
+  if constexpr (T == DType::kIQ4_NL) {
+    u = _mm512_shuffle_epi8(kSigned ? iq4_levels() : iq4_table(), u);
+  }
   dw = f16_pair(blk[0].d, kTwo ? blk[1].d : 0);
   if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) {
     mw = f16_pair(blk[0].m, kTwo ? blk[1].m : 0);
   }
 }
 
+// With several x rows, types with a zero point (w = A * (u - z)) take the
+// codes as signed u - z and x as unsigned x + 128 (x xor 0x80, in register):
+//   Σ (x + 128)(u - z) - 128 Σ (u - z) = Σ x u - z Σ x,
+// the same int32 as code_dot's seeded sum, but the seed -128 Σ (u - z) comes
+// from the weights already in registers (one vpdpbusd per weight row, shared
+// by the x rows) instead of a per-lane x-sum array loaded and shifted for
+// every (x row, weight row): batched decode (m = 16) runs 1.1-1.4x faster.
+// With one x row that trade adds an instruction per step and nothing is
+// shared, so m = 1 keeps code_dot (BENCHMARKS.md, "The 32-value types").
 template <DType T, int MR, int NR, bool kTwo>
 STRATA_INLINE void pair_step(const MatmulArgs& a, const char* w0, int64_t row_bytes, int64_t i0,
                              int64_t p, __m512 (&acc)[MR][NR]) {
   using B = typename Block32<T>::B;
-  __m512i u[NR];
+  constexpr bool kZeroPoint = zero_point_shift<T>() >= 0;
+  constexpr bool kSeedFromWeights = kZeroPoint && MR > 1;
+  const __m512i x_bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i u[NR], seed[NR];
   __m512 dw[NR], mw[NR];
 #pragma GCC unroll 16
   for (int r = 0; r < NR; ++r) {
     const B* blk = reinterpret_cast<const B*>(w0 + r * row_bytes) + 2 * p;
     _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
-    pair_codes<T, kTwo>(blk, u[r], dw[r], mw[r]);
+    pair_codes<T, kTwo, kSeedFromWeights>(blk, u[r], dw[r], mw[r]);
+    if constexpr (kSeedFromWeights) {
+      seed[r] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), x_bias, u[r]));
+    }
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     const int64_t xi = i0 + i;
     __m512i xv = _mm512_loadu_si512(a.x_q8s + xi * a.k_pad256 + 64 * p);
+    if constexpr (kSeedFromWeights) xv = _mm512_xor_si512(xv, x_bias);
     __m512 d = _mm512_loadu_ps(a.x_q8_scale + xi * (a.k_pad256 / 4) + 16 * p);
     const int64_t lane = xi * (a.k_pad256 / 4) + 16 * p;
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      __m512i s = code_dot<T>(u[r], xv, a.x_q8_nsum4 + lane);
+      __m512i s;
+      if constexpr (kSeedFromWeights) {
+        s = _mm512_dpbusd_epi32(seed[r], xv, u[r]);
+      } else {
+        s = code_dot<T>(u[r], xv, a.x_q8_nsum4 + lane);
+      }
       acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[r], d), acc[i][r]);
-      if constexpr (zero_point_shift<T>() < 0) {
+      if constexpr (!kZeroPoint) {
         acc[i][r] = _mm512_fmadd_ps(mw[r], _mm512_loadu_ps(a.x_q8_fsum4 + lane), acc[i][r]);
       }
     }
