@@ -94,11 +94,9 @@ STRATA_INLINE __m512i iq4_levels() {
   return _mm512_broadcast_i32x4(_mm_loadu_si128(levels));
 }
 
-// IQ4 levels + 128 as a vpshufb table in every 128-bit lane.
+// IQ4 levels + 128 (unsigned codes) as a vpshufb table in every 128-bit lane.
 STRATA_INLINE __m512i iq4_table() {
-  alignas(16) static constexpr uint8_t kT[16] = {1,   24,  45,  63,  79,  93,  106, 118,
-                                                 129, 141, 153, 166, 181, 197, 217, 241};
-  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kT)));
+  return _mm512_xor_si512(iq4_levels(), _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
 // ---- legacy 32-value blocks: group g = blocks [8 g, 8 g + 8) ----
@@ -406,13 +404,15 @@ STRATA_INLINE void pair_codes(const typename Block32<T>::B* blk, __m512i& u, __m
     __builtin_memcpy(&h0, blk[0].qh, 4);
     if constexpr (kTwo) __builtin_memcpy(&h1, blk[1].qh, 4);
     __mmask64 hb = static_cast<__mmask64>(h0) | static_cast<__mmask64>(h1) << 32;
-    if constexpr (kSigned) {
-      u = _mm512_mask_sub_epi8(u, ~hb, u, _mm512_set1_epi8(16));  // u + 16 hb - 16
+    if constexpr (kSigned) {  // u + 16 hb - z, z = 16: subtract where the fifth bit is clear
+      u = _mm512_mask_sub_epi8(u, ~hb, u, _mm512_set1_epi8(1 << zero_point_shift<T>()));
     } else {
       u = _mm512_mask_add_epi8(u, hb, u, _mm512_set1_epi8(16));
     }
   }
-  if constexpr (kSigned && T == DType::kQ4_0) u = _mm512_sub_epi8(u, _mm512_set1_epi8(8));
+  if constexpr (kSigned && T == DType::kQ4_0) {
+    u = _mm512_sub_epi8(u, _mm512_set1_epi8(1 << zero_point_shift<T>()));
+  }
   if constexpr (T == DType::kIQ4_NL) {
     u = _mm512_shuffle_epi8(kSigned ? iq4_levels() : iq4_table(), u);
   }
