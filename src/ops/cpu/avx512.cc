@@ -40,14 +40,14 @@ using tensor::DType;
 // to kStep / 16 f32 vectors; byte_offset(kk) locates them (for prefetching).
 
 struct LoadF32 {
-  static constexpr int kStep = 16, kMr = 4, kNr = 4;
+  static constexpr int kStep = 16, kMr = 4, kNr = 4, kStepBytes = 64;
   static STRATA_INLINE int64_t byte_offset(int64_t kk) { return kk * 4; }
   static STRATA_INLINE void load(const char* row, int64_t kk, __mmask16 m, __m512* out) {
     out[0] = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + kk);
   }
 };
 struct LoadF16 {
-  static constexpr int kStep = 16, kMr = 4, kNr = 4;
+  static constexpr int kStep = 16, kMr = 4, kNr = 4, kStepBytes = 32;
   static STRATA_INLINE int64_t byte_offset(int64_t kk) { return kk * 2; }
   static STRATA_INLINE void load(const char* row, int64_t kk, __mmask16 m, __m512* out) {
     out[0] =
@@ -55,7 +55,7 @@ struct LoadF16 {
   }
 };
 struct LoadBF16 {
-  static constexpr int kStep = 16, kMr = 4, kNr = 4;
+  static constexpr int kStep = 16, kMr = 4, kNr = 4, kStepBytes = 32;
   static STRATA_INLINE int64_t byte_offset(int64_t kk) { return kk * 2; }
   static STRATA_INLINE void load(const char* row, int64_t kk, __mmask16 m, __m512* out) {
     __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + kk);
@@ -129,6 +129,70 @@ void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
                      false);
 }
 
+// One x row against F32, F16 or BF16 weights in F32 mode (m = 1, kOwn), x
+// held in registers: gemv_bf16_x_in_registers's scheme (below) with 16 f32
+// values of x per register, kGemvF32XRegs steps per block of k. Each output
+// is tile_f32<L, 1, 1>'s chain of FMAs over k in order, the masked tail
+// step included, so the bits are the same. Used where x is over 8 KiB
+// (k > kGemvF32MinK): on 896 x 896 and 4864 x 896 (x 3.5 KiB, in L1 anyway)
+// it measured 0.83-1.26x of the one-row walk, on k = 4864 and 14336 at one
+// thread 1.47-1.63x (BENCHMARKS.md, "x in registers").
+constexpr int64_t kGemvF32MinK = 2048;
+constexpr int kGemvF32XRegs = 28;  // 448 values
+constexpr int64_t kGemvF32BlockK = kGemvF32XRegs * 16;
+constexpr int64_t kGemvF32PrefetchRows = 4;
+alignas(64) thread_local float t_gemv_carry[64 * 16];
+
+template <class L>
+void gemv_f32_x_in_registers(const MatmulArgs& a, int64_t row_bytes, int64_t n_begin,
+                             int64_t n_end) {
+  static_assert(L::kStep == 16);
+  // Weight steps per 64-byte line: prefetch once per line.
+  constexpr int kStepsPerLine = 64 / L::kStepBytes;
+  const float* x = a.x;
+  const int64_t k = a.k;
+  const int64_t k_regs = k / kGemvF32BlockK * kGemvF32BlockK;
+  const int64_t prefetch_bytes = kGemvF32PrefetchRows * row_bytes;
+  float* carry = t_gemv_carry;
+  for (int64_t jb = n_begin; jb < n_end; jb += 64) {
+    const int64_t rows = min64(64, n_end - jb);
+    const char* w = static_cast<const char*>(a.w) + jb * row_bytes;
+    for (int64_t k0 = 0; k0 < k_regs; k0 += kGemvF32BlockK) {
+      __m512 xr[kGemvF32XRegs];
+#pragma GCC unroll 32
+      for (int i = 0; i < kGemvF32XRegs; ++i) xr[i] = _mm512_loadu_ps(x + k0 + i * 16);
+      for (int64_t r = 0; r < rows; ++r) {
+        const char* wr = w + r * row_bytes;
+        __m512 acc = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(carry + r * 16);
+#pragma GCC unroll 32
+        for (int i = 0; i < kGemvF32XRegs; ++i) {
+          const int64_t kk = k0 + i * 16;
+          if (i % kStepsPerLine == 0) {
+            _mm_prefetch(wr + L::byte_offset(kk) + prefetch_bytes, _MM_HINT_T0);
+          }
+          __m512 wv[1];
+          L::load(wr, kk, static_cast<__mmask16>(0xFFFF), wv);
+          acc = _mm512_fmadd_ps(xr[i], wv[0], acc);
+        }
+        _mm512_store_ps(carry + r * 16, acc);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const char* wr = w + r * row_bytes;
+      __m512 acc[1][1] = {{k_regs == 0 ? _mm512_setzero_ps() : _mm512_load_ps(carry + r * 16)}};
+      for (int64_t kk = k_regs; kk < k; kk += 16) {
+        const __mmask16 m = tail_mask16(k - kk);
+        _mm_prefetch(wr + L::byte_offset(kk) + prefetch_bytes, _MM_HINT_T0);
+        __m512 wv[1];
+        L::load(wr, kk, m, wv);
+        acc[0][0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + kk), wv[0], acc[0][0]);
+      }
+      store_tile<1, 1>(acc, a.y + jb + r, a.n, a.bias != nullptr ? a.bias + jb + r : nullptr,
+                       false);
+    }
+  }
+}
+
 template <class L, int MR>
 void rows_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
   int64_t j = n_begin;
@@ -154,6 +218,11 @@ template <class L>
 void matmul_f32_typed(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   int64_t row_bytes =
       tensor::dtype_block_bytes(a.w_dtype) * a.k / tensor::dtype_block_size(a.w_dtype);
+  if constexpr (L::kStep == 16) {
+    if (a.m == 1 && a.k > kGemvF32MinK && a.gemv_tile_rows == 0 && a.prefetch_one_row_tiles) {
+      return gemv_f32_x_in_registers<L>(a, row_bytes, n_begin, n_end);
+    }
+  }
   // Column blocks of 64 weight rows keep the rows hot in L1/L2 while all m
   // rows of x pass over them.
   for (int64_t jb = n_begin; jb < n_end; jb += 64) {
@@ -467,7 +536,9 @@ void rows_bf16_x_in_l1(const Bf16Block& b, int64_t m, int64_t rows, float* y, in
   }
 }
 
-// The block's rows against MR rows of x from i0. One x row walks the weight
+// The block's rows against MR rows of x from i0. One x row (at m = 1 under
+// the variants kOwnHwPrefetch and kOwnFourRows, and Q8_0's dequantized tiles;
+// kOwn at m = 1 runs gemv_bf16_x_in_registers) walks the weight
 // rows one at a time (a single sequential stream, see above), or four at a
 // time where b.four_row_gemv (on long rows, four independent vdpbf16ps
 // chains hide the chain's latency: BENCHMARKS.md, "Zen 5"); with more x
@@ -539,7 +610,74 @@ int64_t decode_block_k(int64_t m, int64_t k_pad) {
   return kc >= k_pad ? k_pad : kc;
 }
 
+// One x row against BF16 weights (m = 1, MatmulKernel::kOwn), x held in
+// registers: k in blocks of kGemvXRegs steps of 32 values, x's block loaded
+// into as many registers once per kBf16TileRows weight rows, and each row's
+// run over the block is only weight loads and vdpbf16ps, its sum carried
+// from block to block in t_decode_carry. With x loaded from memory at every
+// step instead, x's lines (2 bytes per value, 28 KiB at k = 14336) leave L1
+// under the weight stream and come back from L2 row after row: on the Zen 5
+// host, one thread, the one-row walk read 15-17 GB/s on 4096 x 14336 and
+// this 26 (1.4-1.6x), 1.4-1.6x more on 896 x 4864, 1.0-1.4x on the k = 896
+// shapes (BENCHMARKS.md, "x in registers"). Each output is the same chain of
+// vdpbf16ps over k in order as tile_bf16<1, 1> (the variants kOwnHwPrefetch
+// and kOwnFourRows still walk that way), so the bits are the same. The
+// weights are prefetched into L1 kGemvPrefetchRows rows ahead: the next
+// rows' runs over the same block.
+constexpr int kGemvXRegs = 28;  // 896 values: Qwen2.5-0.5B's k = 896 in one block
+constexpr int64_t kGemvBlockK = kGemvXRegs * 32;
+constexpr int64_t kGemvPrefetchRows = 4;
+
+void gemv_bf16_x_in_registers(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  const uint16_t* x = a.x_bf16;
+  const int64_t k = a.k;
+  const int64_t k_regs = k / kGemvBlockK * kGemvBlockK;  // k covered by whole blocks
+  const int64_t k_full = k & ~int64_t{31};
+  const int64_t prefetch_bytes = kGemvPrefetchRows * k * 2;
+  float* carry = t_decode_carry;
+  for (int64_t jb = n_begin; jb < n_end; jb += kBf16TileRows) {
+    const int64_t rows = min64(kBf16TileRows, n_end - jb);
+    const uint16_t* w = static_cast<const uint16_t*>(a.w) + jb * k;
+    for (int64_t k0 = 0; k0 < k_regs; k0 += kGemvBlockK) {
+      __m512i xr[kGemvXRegs];
+#pragma GCC unroll 32
+      for (int i = 0; i < kGemvXRegs; ++i) xr[i] = _mm512_loadu_si512(x + k0 + i * 32);
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint16_t* wr = w + r * k + k0;
+        __m512 acc = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(carry + r * 16);
+#pragma GCC unroll 32
+        for (int i = 0; i < kGemvXRegs; ++i) {
+          _mm_prefetch(reinterpret_cast<const char*>(wr + i * 32) + prefetch_bytes, _MM_HINT_T0);
+          acc = _mm512_dpbf16_ps(acc, (__m512bh)xr[i], (__m512bh)_mm512_loadu_si512(wr + i * 32));
+        }
+        _mm512_store_ps(carry + r * 16, acc);
+      }
+    }
+    // The rest of k (less than a block) with x from memory, then the sums.
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t* wr = w + r * k;
+      __m512 acc[1][1] = {{k_regs == 0 ? _mm512_setzero_ps() : _mm512_load_ps(carry + r * 16)}};
+      int64_t kk = k_regs;
+      for (; kk < k_full; kk += 32) {
+        _mm_prefetch(reinterpret_cast<const char*>(wr + kk) + prefetch_bytes, _MM_HINT_T0);
+        acc[0][0] = _mm512_dpbf16_ps(acc[0][0], (__m512bh)_mm512_loadu_si512(x + kk),
+                                     (__m512bh)_mm512_loadu_si512(wr + kk));
+      }
+      if (kk < k) {
+        const __m512i wv = _mm512_maskz_loadu_epi16(tail_mask32(k - kk), wr + kk);
+        acc[0][0] = _mm512_dpbf16_ps(acc[0][0], (__m512bh)_mm512_loadu_si512(x + kk), (__m512bh)wv);
+      }
+      store_tile<1, 1>(acc, a.y + jb + r, a.n, a.bias != nullptr ? a.bias + jb + r : nullptr,
+                       false);
+    }
+  }
+}
+
 void matmul_bf16_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end, uint16_t* scratch) {
+  if (!tensor::is_quantized(a.w_dtype) && a.m == 1 && a.gemv_tile_rows == 0 &&
+      a.prefetch_one_row_tiles) {
+    return gemv_bf16_x_in_registers(a, n_begin, n_end);
+  }
   bool q8 = tensor::is_quantized(a.w_dtype);
   // BF16 weights are read in place, each row in one pass over k, except in
   // batched decode when x does not fit in L1 (decode_block_k); Q8_0 rows are
