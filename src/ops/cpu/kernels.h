@@ -83,9 +83,10 @@ struct MatmulArgs {
   bool prefetch_one_row_tiles = true;
   // Weight rows per tile where a tile has one row of x (m = 1, or the last
   // row of a chunk of x rows): 0 = the kernel's default (F32 and BF16 mode:
-  // one, a single stream, and for BF16 weights at m = 1 with x held in
-  // registers; Q8_0 int8 activations: four, four independent chains), else 1
-  // or 4 (MatmulKernel::kOwnOneRow, kOwnFourRows).
+  // one, a single stream, at m = 1 with x held in registers for BF16
+  // weights, and for F32 and F16 weights where k > 2048; Q8_0 int8
+  // activations: four, four independent chains), else 1 or 4
+  // (MatmulKernel::kOwnOneRow, kOwnFourRows).
   int gemv_tile_rows = 0;
   // Q8_0 decode with int8 activations (matmul_q8q8_range): x quantized per
   // 32-block by x_to_q8. x_q8: [m, k_pad64] u8 = q + 128 (zero past k);
