@@ -109,7 +109,7 @@ void set_counters(benchmark::State& state, int64_t m, int64_t n, int64_t k, int6
                                                 benchmark::Counter::kIsRate);
 }
 
-// STRATA_BENCH_KERNEL=<name> (ops/matmul_choice.h: own, own-1row, own-4rows,
+// STRATA_BENCH_KERNEL=<name> (ops/matmul_choice.h: own, own-4rows,
 // own-hwprefetch, ...) runs that kernel where it is a candidate for the
 // shape's class, the static choice elsewhere: a decode tile variant timed
 // against the static kernel in the same sitting. STRATA_BENCH_KERNEL=calibrated

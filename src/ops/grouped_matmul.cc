@@ -24,7 +24,7 @@ static_assert(kGroupedMaxRows <= kDecodeMaxRows);
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-enum class Kind { kLowbit, kQ8, kBf16, kF32, kPrefill };
+enum class Kind { kLowbit, kQ8Panels, kQ8, kBf16, kF32, kPrefill };
 
 // One matmul with its activations prepared (on the calling thread) as
 // run_matmul prepares them, and the kernel table and range kernel it uses.
@@ -48,6 +48,9 @@ void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel k
   if (uses_lowbit_kernel(t, dtype, m)) {
     p.table = &t;
     p.kind = Kind::kLowbit;
+  } else if (uses_q8_panels(t, p.a.w_panels, m) && kernel != MatmulKernel::kOwnExact) {
+    p.table = &t;
+    p.kind = Kind::kQ8Panels;
   } else if (tensor::is_low_bit_quant(dtype) && !prefill && &t != &generic_kernels()) {
     choose(generic_kernels(), dtype, m, MatmulKernel::kStatic, p);
   } else if (uses_q8_activations(t, dtype, m) && kernel != MatmulKernel::kOwnExact) {
@@ -72,6 +75,8 @@ int64_t prepared_bytes(const Prepared& p) {
       return round_up(m * kp, 64) + 3 * round_up(m * kp / 4 * 4, 64) +
              round_up(m * kp / 16 * 4, 64);
     }
+    case Kind::kQ8Panels:
+      return round_up(m * p.a.k, 64) + 2 * round_up(m * p.a.k / 32 * 4, 64);
     case Kind::kQ8: {
       const int64_t kp = round_up(p.a.k, 64);
       return round_up(m * kp, 64) + round_up(m * kp / 4 * 4, 64);
@@ -112,6 +117,16 @@ void prepare_x(Prepared& p, uint8_t* arena) {
       a.x_q8_sum16 = q.sum16;
       a.x_q8_nsum4 = q.nsum4;
       a.x_q8_fsum4 = q.fsum4;
+      break;
+    }
+    case Kind::kQ8Panels: {
+      auto* xq = reinterpret_cast<int8_t*>(take(a.m * a.k));
+      auto* xd = reinterpret_cast<float*>(take(a.m * a.k / 32 * 4));
+      auto* xc = reinterpret_cast<int32_t*>(take(a.m * a.k / 32 * 4));
+      t.x_to_q8_blocks(a.x, a.m, a.k, xq, xd, xc);
+      a.x_q8s = xq;
+      a.x_q8_d = xd;
+      a.x_q8_corr = xc;
       break;
     }
     case Kind::kQ8: {
@@ -157,6 +172,8 @@ void share_prepared_x(const MatmulArgs& from, MatmulArgs& to) {
   to.x_q8_nsum4 = from.x_q8_nsum4;
   to.x_q8_fsum4 = from.x_q8_fsum4;
   to.k_pad256 = from.k_pad256;
+  to.x_q8_d = from.x_q8_d;
+  to.x_q8_corr = from.x_q8_corr;
 }
 
 const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatmul* mm,
@@ -177,8 +194,13 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
     p.a.k_pad = round_up(g.w->k(), 32);
     p.a.w = g.w->view().data;
     p.a.w_dtype = g.w->dtype();
+    if (reads_q8_panels(t)) p.a.w_panels = g.w->q8_panels();
     p.a.y = g.y;
     choose(t, p.a.w_dtype, p.a.m, chosen_matmul_kernel(p.a.w_dtype, p.a.n, p.a.k, p.a.m), p);
+    // Every path of a table that reads panels takes them (run_matmul's
+    // row fallback is for other tables and the exact kernel).
+    STRATA_CHECK(p.a.w != nullptr || (p.a.w_panels != nullptr && p.kind != Kind::kF32))
+        << "grouped matmul " << i << ": a weight kept only in panels, on a path that reads rows";
     if (i == 0 || !same_activations(prepared[i - 1], p)) bytes += prepared_bytes(p);
   }
   if (static_cast<int64_t>(arena.size()) < bytes + 64) arena.resize(static_cast<size_t>(bytes + 64));
@@ -214,6 +236,9 @@ void run_range(const Prepared& p, int64_t b, int64_t e) {
       return;
     case Kind::kLowbit:
       t.matmul_lowbit_range(p.a, b, e);
+      return;
+    case Kind::kQ8Panels:
+      t.matmul_q8_panels_range(p.a, b, e);
       return;
     case Kind::kQ8:
       t.matmul_q8q8_range(p.a, b, e);

@@ -37,7 +37,7 @@ void reference_for(MatmulKernel kernel, const float* x, int64_t m, const tensor:
   const DType dtype = w.dtype;
   const bool decode = matmul_regime(m) == MatmulRegime::kDecode;
   if (decode && dtype == DType::kQ8_0 && kernel != MatmulKernel::kOwnExact &&
-      cpu::uses_q8_activations(cpu::active_kernels(), dtype, m)) {
+      cpu::q8_uses_int8_x(cpu::active_kernels(), m)) {
     reference::matmul_q8_activations(x, m, w, bias, ref);
   } else if (cpu::matmul_mode(dtype, m) == cpu::MatmulMode::kF32) {
     reference::matmul(x, m, w, bias, ref);
@@ -107,8 +107,8 @@ TEST_F(CalibrationTest, DecodeCandidatesAreBatchInvariant) {
 }
 
 // Where the AVX-512 kernels run, the decode tile variants (F32 / F16 / BF16:
-// no software prefetch on one-row tiles, four-row m = 1 tiles; Q8_0 int8:
-// one-row m = 1 tiles) give the same bits as the static kernel, at every
+// no software prefetch on one-row tiles, four-row m = 1 tiles; Q8_0 has
+// none) give the same bits as the static kernel, at every
 // decode m, on tails of k and of n, split over threads, and through
 // ops::matmul and the grouped matmul once installed.
 TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
@@ -122,14 +122,13 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
       const std::vector<MatmulKernel> cands = matmul_candidates(cls);
       std::vector<MatmulKernel> variants;
       for (MatmulKernel c : cands) {
-        if (c == MatmulKernel::kOwnHwPrefetch || c == MatmulKernel::kOwnFourRows ||
-            c == MatmulKernel::kOwnOneRow) {
+        if (c == MatmulKernel::kOwnHwPrefetch || c == MatmulKernel::kOwnFourRows) {
           variants.push_back(c);
         }
       }
-      if (dtype == DType::kQ8_0) {
-        if (!cpu::uses_q8_activations(cpu::active_kernels(), dtype, 1)) continue;  // no VNNI
-        ASSERT_EQ(variants, std::vector<MatmulKernel>{MatmulKernel::kOwnOneRow});
+      if (dtype == DType::kQ8_0) {  // one kernel, no variants
+        ASSERT_TRUE(variants.empty());
+        continue;
       } else {
         ASSERT_EQ(variants, (std::vector<MatmulKernel>{MatmulKernel::kOwnHwPrefetch,
                                                        MatmulKernel::kOwnFourRows}));
@@ -170,29 +169,24 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
       }
     }
   }
-  // 3 dtypes x 4 shapes x 2 variants x 7 m, plus Q8_0's one variant with VNNI
-  // (3 shapes: not k = 2100).
-  const int q8 = cpu::uses_q8_activations(cpu::active_kernels(), DType::kQ8_0, 1) ? 3 * 7 : 0;
-  EXPECT_EQ(checked, 3 * 4 * 2 * 7 + q8);
+  // 3 dtypes x 4 shapes x 2 variants x 7 m.
+  EXPECT_EQ(checked, 3 * 4 * 2 * 7);
   // Never offered where it would change nothing or another kernel runs.
   for (MatmulKernel c : matmul_candidates({DType::kBF16, 896, 896, MatmulRegime::kPrefill})) {
     EXPECT_NE(c, MatmulKernel::kOwnHwPrefetch);
     EXPECT_NE(c, MatmulKernel::kOwnFourRows);
-    EXPECT_NE(c, MatmulKernel::kOwnOneRow);
   }
-  for (MatmulKernel c : matmul_candidates({DType::kQ8_0, 896, 896, MatmulRegime::kDecode})) {
-    EXPECT_NE(c, MatmulKernel::kOwnHwPrefetch);
-    EXPECT_NE(c, MatmulKernel::kOwnFourRows);
-  }
-  for (MatmulKernel c : matmul_candidates({DType::kBF16, 896, 896, MatmulRegime::kDecode})) {
-    EXPECT_NE(c, MatmulKernel::kOwnOneRow);
+  // Q8_0 in panels: the panel kernel alone (the exact kernel reads rows).
+  if (cpu::reads_q8_panels(cpu::active_kernels())) {
+    EXPECT_EQ(matmul_candidates({DType::kQ8_0, 896, 896, MatmulRegime::kDecode}),
+              std::vector<MatmulKernel>{MatmulKernel::kOwn});
   }
 }
 
 TEST(MatmulKernelName, EveryNameParsesBack) {
   for (MatmulKernel k :
        {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOnednn,
-        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows, MatmulKernel::kOwnOneRow}) {
+        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows}) {
     MatmulKernel back = MatmulKernel::kStatic;
     EXPECT_TRUE(parse_matmul_kernel(matmul_kernel_name(k), &back)) << matmul_kernel_name(k);
     EXPECT_EQ(back, k);
@@ -329,12 +323,10 @@ TEST_F(CalibrationTest, AChangeMustWinTwice) {
 // faster at m = 1, it wins, however noisy the m = 16 probe would have been.
 TEST_F(CalibrationTest, TileVariantsAreTimedOnlyWhereTheyDiffer) {
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnFourRows, 1));
-  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnOneRow, 1));
-  EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnOneRow, 13));
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnHwPrefetch, 1));
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnHwPrefetch, 6));
   for (MatmulKernel v :
-       {MatmulKernel::kOwnFourRows, MatmulKernel::kOwnOneRow, MatmulKernel::kOwnHwPrefetch}) {
+       {MatmulKernel::kOwnFourRows, MatmulKernel::kOwnHwPrefetch}) {
     EXPECT_FALSE(decode_variant_matters_at(v, cpu::kDecodeMaxRows)) << matmul_kernel_name(v);
   }
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnExact, cpu::kDecodeMaxRows));
@@ -401,7 +393,7 @@ class CacheTest : public CalibrationTest {
     // Non-static candidates twice as fast, so the cache holds real changes.
     t_.factor = {{MatmulKernel::kOwn, 0.5},         {MatmulKernel::kOwnExact, 0.5},
                  {MatmulKernel::kOnednn, 0.5},      {MatmulKernel::kOwnHwPrefetch, 0.5},
-                 {MatmulKernel::kOwnFourRows, 0.5}, {MatmulKernel::kOwnOneRow, 0.5}};
+                 {MatmulKernel::kOwnFourRows, 0.5}};
   }
   void TearDown() override {
     std::filesystem::remove_all(dir_);

@@ -60,8 +60,6 @@ const char* matmul_kernel_name(MatmulKernel k) {
       return "own-hwprefetch";
     case MatmulKernel::kOwnFourRows:
       return "own-4rows";
-    case MatmulKernel::kOwnOneRow:
-      return "own-1row";
   }
   return "?";
 }
@@ -69,7 +67,7 @@ const char* matmul_kernel_name(MatmulKernel k) {
 bool parse_matmul_kernel(const std::string& name, MatmulKernel* out) {
   for (MatmulKernel k :
        {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOnednn,
-        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows, MatmulKernel::kOwnOneRow}) {
+        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows}) {
     if (name == matmul_kernel_name(k)) {
       *out = k;
       return true;
@@ -86,7 +84,6 @@ bool MatmulShapeClass::operator<(const MatmulShapeClass& o) const {
 bool decode_variant_matters_at(MatmulKernel kernel, int64_t m) {
   switch (kernel) {
     case MatmulKernel::kOwnFourRows:
-    case MatmulKernel::kOwnOneRow:
       return m % 4 == 1;
     case MatmulKernel::kOwnHwPrefetch:
       return m <= 8 || m % 4 == 1;
@@ -102,8 +99,10 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
     // Only the AVX-512 kernels have the tile variants (the others ignore
     // MatmulArgs' variant fields).
     const bool avx512 = &t == cpu::avx512_kernels();
+    // Q8_0 in panels: one kernel (the exact f32 one reads rows, which a fused
+    // weight there no longer has, and measured 0.3-0.6x of int8 anyway).
+    if (cls.dtype == DType::kQ8_0 && cpu::reads_q8_panels(t)) return {MatmulKernel::kOwn};
     if (cpu::uses_q8_activations(t, cls.dtype, 1)) {
-      if (avx512) return {MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOwnOneRow};
       return {MatmulKernel::kOwn, MatmulKernel::kOwnExact};
     }
     const bool streams =

@@ -8,8 +8,8 @@
 // the step (the engine's batch-invariance tests rely on it).
 //
 // Candidates per class (matmul_candidates(); the first is the static choice):
-//   decode,  Q8_0 on AVX512-VNNI:          own int8-activation kernel, own exact (f32 x)
-//                                          kernel, own int8 kernel with one-row m = 1 tiles
+//   decode,  Q8_0 on AVX512-VNNI:          own int8-activation kernel on 16-row panels only
+//   decode,  Q8_0 on AVX2:                 own int8-activation kernel, own exact (f32 x) kernel
 //   decode,  F32 / F16 / BF16 on AVX-512:  own kernel, own kernel leaving one-row tiles to the
 //                                          hardware prefetcher, own kernel with four-row
 //                                          m = 1 tiles
@@ -48,16 +48,14 @@ enum class MatmulKernel : uint8_t {
                    // tiles of one weight row (bit-identical to kOwn)
   kOwnFourRows,    // F32 / F16 / BF16 decode only: kOwn with m = 1 tiles of four weight
                    // rows instead of one (bit-identical to kOwn)
-  kOwnOneRow,      // Q8_0 int8 decode only: kOwn with m = 1 tiles of one weight row
-                   // instead of four (bit-identical to kOwn)
 };
-// "static", "own", "own-exact", "onednn", "own-hwprefetch", "own-4rows", "own-1row"
+// "static", "own", "own-exact", "onednn", "own-hwprefetch", "own-4rows"
 const char* matmul_kernel_name(MatmulKernel k);
 // Inverse of matmul_kernel_name; false when `name` is none of them.
 bool parse_matmul_kernel(const std::string& name, MatmulKernel* out);
-// False when `kernel` is a decode tile variant (kOwnHwPrefetch, kOwnFourRows,
-// kOwnOneRow) that at m rows of x runs kOwn's tiles, except at most for the
-// last few weight rows of a thread's range: the four- and one-row variants
+// False when `kernel` is a decode tile variant (kOwnHwPrefetch, kOwnFourRows)
+// that at m rows of x runs kOwn's tiles, except at most for the
+// last few weight rows of a thread's range: the four-row variant
 // change only tiles with one row of x (x is cut into chunks of 4 or 8 rows,
 // so only when m % 4 == 1), the prefetch variant only tiles of one weight row
 // (every tile below nine rows of x, the tails of n above). Calibration then

@@ -33,6 +33,7 @@
 #include "base/mapped_file.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/onednn_gemm.h"
+#include "ops/cpu/q8_panels.h"
 #include "ops/matmul_choice.h"
 
 namespace strata::ops {
@@ -61,7 +62,34 @@ MatmulWeight MatmulWeight::prepare_unlisted(const tensor::TensorView& w) {
   out.view_ = w;
   out.n_ = w.dim(0);
   out.k_ = w.dim(1);
+  if (w.dtype == DType::kQ8_0 && w.data != nullptr && cpu::q8_panels_in_use()) {
+    out.pack_q8_panels({{static_cast<const tensor::BlockQ8_0*>(w.data), out.n_}});
+  }
   return out;
+}
+
+void MatmulWeight::pack_q8_panels(const std::vector<cpu::Q8Rows>& parts) {
+  const int64_t bytes = cpu::q8_panel_count(n_) * cpu::q8_panel_bytes(k_);
+  // 2 MiB aligned and huge-page backed where large: read at memory bandwidth
+  // every decode step (as concat_rows' copies).
+  const size_t alignment = bytes >= static_cast<int64_t>(kHugePageBytes) ? kHugePageBytes : 64;
+  packed_ = std::make_unique<Packed>();
+  packed_->q8_panels = tensor::AlignedBuffer<uint8_t>(bytes, alignment);
+  advise_huge_pages(packed_->q8_panels.data(),
+                    static_cast<size_t>(bytes + alignment - 1) / alignment * alignment);
+  cpu::pack_q8_panels(parts, k_, packed_->q8_panels.data());
+}
+
+const uint8_t* MatmulWeight::q8_panels() const {
+  return packed_ != nullptr ? packed_->q8_panels.data() : nullptr;
+}
+
+tensor::AlignedBuffer<uint8_t> MatmulWeight::unpack_rows() const {
+  STRATA_CHECK(q8_panels() != nullptr) << "unpack_rows: the weight has no panels";
+  tensor::AlignedBuffer<uint8_t> rows(view_.size_bytes());
+  cpu::unpack_q8_panel_rows(q8_panels(), k_, 0, n_,
+                            reinterpret_cast<tensor::BlockQ8_0*>(rows.data()));
+  return rows;
 }
 
 bool MatmulWeight::can_concat_rows(const std::vector<const tensor::TensorView*>& parts) {
@@ -80,6 +108,17 @@ MatmulWeight MatmulWeight::concat_rows(const std::vector<const tensor::TensorVie
   for (const tensor::TensorView* p : parts) {
     n += p->dim(0);
     bytes += p->size_bytes();
+  }
+  if (parts[0]->dtype == tensor::DType::kQ8_0 && cpu::q8_panels_in_use()) {
+    // The panels alone: the parts' rows go straight into them, and the fused
+    // weight keeps no row-major copy (view().data is nullptr).
+    MatmulWeight out = prepare({nullptr, tensor::DType::kQ8_0, {n, parts[0]->dim(1)}});
+    std::vector<cpu::Q8Rows> rows;
+    for (const tensor::TensorView* p : parts) {
+      rows.push_back({static_cast<const tensor::BlockQ8_0*>(p->data), p->dim(0)});
+    }
+    out.pack_q8_panels(rows);
+    return out;
   }
   // 2 MiB aligned and huge-page backed: a fused weight is read at memory
   // bandwidth every step, as the mapped file it replaces may be.
@@ -221,23 +260,31 @@ bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m) 
 }
 
 bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m) {
-  // The AVX-512 table's kernel needs VNNI on top of what the table needs;
-  // the AVX2 one needs only AVX2.
-  static const bool vnni = cpu_features().avx512_vnni;
-  return (vnni || &t != avx512_kernels()) && w_dtype == tensor::DType::kQ8_0 && m <= quantized_decode_rows() &&
+  return w_dtype == tensor::DType::kQ8_0 && m <= quantized_decode_rows() &&
          t.matmul_q8q8_range != nullptr && t.x_to_q8 != nullptr;
+}
+
+bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m) {
+  return panels != nullptr && m <= quantized_decode_rows() && reads_q8_panels(t);
+}
+
+bool q8_uses_int8_x(const KernelTable& t, int64_t m) {
+  return (reads_q8_panels(t) && m <= quantized_decode_rows()) ||
+         uses_q8_activations(t, tensor::DType::kQ8_0, m);
+}
+
+bool reads_q8_panels(const KernelTable& t) {
+  return t.matmul_q8_panels_range != nullptr && q8_panels_in_use();
 }
 
 bool is_own_kernel(MatmulKernel kernel) {
   return kernel == MatmulKernel::kOwn || kernel == MatmulKernel::kOwnHwPrefetch ||
-         kernel == MatmulKernel::kOwnFourRows || kernel == MatmulKernel::kOwnOneRow;
+         kernel == MatmulKernel::kOwnFourRows;
 }
 
 void set_decode_variant(MatmulKernel kernel, MatmulArgs* a) {
   a->prefetch_one_row_tiles = kernel != MatmulKernel::kOwnHwPrefetch;
-  a->gemv_tile_rows = kernel == MatmulKernel::kOwnFourRows ? 4
-                      : kernel == MatmulKernel::kOwnOneRow ? 1
-                                                           : 0;
+  a->gemv_tile_rows = kernel == MatmulKernel::kOwnFourRows ? 4 : 0;
 }
 
 void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
@@ -281,6 +328,32 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   // without its GEMM): the portable kernels, which dequantize exactly.
   if (tensor::is_low_bit_quant(w.dtype()) && !prefill && &t != &generic_kernels()) {
     return run_matmul(generic_kernels(), x, m, w, bias, y, pool);
+  }
+  if (reads_q8_panels(t)) a.w_panels = w.q8_panels();
+  if (uses_q8_panels(t, a.w_panels, m) && kernel != MatmulKernel::kOwnExact) {
+    // Quantize x once on the calling thread; workers only read it.
+    const int64_t blocks = a.k / 32;
+    int8_t* xq = scratch<int8_t, 6>(m * a.k);
+    float* xd = scratch<float, 4>(m * blocks);
+    int32_t* xc = scratch<int32_t, 8>(m * blocks);
+    t.x_to_q8_blocks(x, m, a.k, xq, xd, xc);
+    a.x_q8s = xq;
+    a.x_q8_d = xd;
+    a.x_q8_corr = xc;
+    pool.parallel_for(
+        a.n, [&](int64_t b, int64_t e, int) { t.matmul_q8_panels_range(a, b, e); },
+        kMatmulGrain);
+    return;
+  }
+  // A weight kept only in panels, on a path that reads rows (another table,
+  // or the exact f32 kernel): rows unpacked for this call. The dispatched
+  // table never gets here: it reads the panels at every m (decode above, the
+  // prefill's bf16 tiles below).
+  tensor::AlignedBuffer<uint8_t> unpacked;
+  if (a.w == nullptr &&
+      (a.w_panels == nullptr || matmul_mode(w.dtype(), m) != MatmulMode::kBF16)) {
+    unpacked = w.unpack_rows();
+    a.w = unpacked.data();
   }
   if (uses_q8_activations(t, w.dtype(), m) && kernel != MatmulKernel::kOwnExact) {
     // Quantize x once on the calling thread; workers only read it.

@@ -21,10 +21,17 @@
 
 namespace strata::ops {
 
+namespace cpu {
+struct Q8Rows;
+}
+
 // A linear layer's weight [n, k] (out_features x in_features), prepared once
 // at load time for the matmul kernels. Keeps the stored dtype (F32, F16, BF16,
 // Q8_0); it may hold a repacked copy when that makes the kernels faster, and
-// otherwise points at the caller's bytes (which must outlive it).
+// otherwise points at the caller's bytes (which must outlive it). Q8_0
+// weights on CPUs with AVX512-VNNI are repacked into 16-row panels
+// (ops/cpu/q8_panels.h) that every matmul path there reads: the caller's
+// rows are not read again, and a fused Q8_0 weight keeps only the panels.
 class MatmulWeight {
  public:
   // `w` is 2-D [n, k]; k must be a multiple of 32 for Q8_0.
@@ -47,14 +54,23 @@ class MatmulWeight {
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
   tensor::DType dtype() const { return view_.dtype; }
+  // The rows as stored; data is nullptr for a fused weight kept only in
+  // panels (q8_panels()).
   const tensor::TensorView& view() const { return view_; }
   // Bytes a full pass over the weight reads (for bandwidth accounting).
   int64_t size_bytes() const { return view_.size_bytes(); }
 
   struct Packed;  // kernel-private layout, defined in ops/cpu
   const Packed* packed() const { return packed_.get(); }
+  // The Q8_0 panels, nullptr when the weight has none.
+  const uint8_t* q8_panels() const;
+  // A weight with panels, back as [n, k] GGUF Q8_0 rows in a new buffer (for
+  // kernels that read rows: tests, and other kernel tables than the active one).
+  tensor::AlignedBuffer<uint8_t> unpack_rows() const;
 
  private:
+  void pack_q8_panels(const std::vector<cpu::Q8Rows>& parts);
+
   tensor::TensorView view_;
   int64_t n_ = 0;
   int64_t k_ = 0;

@@ -69,7 +69,7 @@ void check_matmul(const cpu::KernelTable& t, ThreadPool& pool, DType dtype, Matm
   cpu::run_matmul(t, x, c.m, w, b, y, pool);
 
   std::vector<float> ref(static_cast<size_t>(c.m * c.n));
-  if (cpu::uses_q8_activations(t, dtype, c.m)) {
+  if (dtype == DType::kQ8_0 && cpu::q8_uses_int8_x(t, c.m)) {
     reference::matmul_q8_activations(x, c.m, sw.view, b, ref.data());
   } else if (cpu::matmul_mode(dtype, c.m) == cpu::MatmulMode::kF32) {
     reference::matmul(x, c.m, sw.view, b, ref.data());
@@ -228,7 +228,7 @@ TEST_P(KernelTest, Bf16ActivationErrorBound) {
 // The VNNI Q8_0 decode kernel (x quantized to int8) against its reference:
 // int32 block sums, so only the f32 scaling and summation differ.
 TEST_P(KernelTest, Q8ActivationsMatchReference) {
-  if (!cpu::uses_q8_activations(*table_, DType::kQ8_0, 1)) {
+  if (!cpu::q8_uses_int8_x(*table_, 1)) {
     GTEST_SKIP() << "no AVX512-VNNI Q8_0 decode kernel in this table / on this CPU";
   }
   int variant = 0;
@@ -262,7 +262,7 @@ TEST_P(KernelTest, Q8ActivationsMatchReference) {
 // The error of quantizing x to Q8_0 (VNNI decode) against exact math with the
 // stored weights, relative to Σ|x·w| (documented in ops.h / BENCHMARKS.md).
 TEST_P(KernelTest, Q8ActivationErrorBound) {
-  if (!cpu::uses_q8_activations(*table_, DType::kQ8_0, 1)) {
+  if (!cpu::q8_uses_int8_x(*table_, 1)) {
     GTEST_SKIP() << "no AVX512-VNNI Q8_0 decode kernel in this table / on this CPU";
   }
   int64_t m = 16, n = 64, k = 896;

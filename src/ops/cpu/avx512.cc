@@ -12,7 +12,8 @@
 //   to bf16 (q*d rounded to bf16) into per-thread scratch. Batched decode
 //   (1 < m <= 16) with x in L1: one weight row (two above 8 x rows) against
 //   chunks of up to 8 x rows, one stream over the weights (rows_bf16_x_in_l1).
-// matmul, Q8_0 decode on VNNI CPUs: x quantized to int8, vpdpbusd (see below).
+// matmul, Q8_0 decode on VNNI CPUs: weights in 16-row panels, x quantized to
+//   int8, vpdpbusd (avx512_q8_panels.cc).
 // Every output element is reduced in the same order whatever its tile, so the
 // results do not depend on m or on how n is split across threads.
 #include <immintrin.h>
@@ -275,135 +276,6 @@ STRATA_INLINE void for_decode_chunks(int64_t m, bool forward, F&& f) {
   }
 }
 
-// ---- Q8_0 decode with int8 activations (AVX512-VNNI) ----
-// llama.cpp's scheme: x is quantized per 32-block once per call (x_to_q8),
-// then each (x block, weight block) pair is one vpdpbusd int32 sum scaled by
-// d_x * d_w. A zmm holds two consecutive blocks (lanes 0-7: first, 8-15:
-// second); the per-lane int32 sums are converted to f32 and multiplied by
-// the matching scale lanes, so no horizontal sum happens inside the k loop.
-// vpdpbusd multiplies u8 by s8: x is stored as q + 128 (u8) and
-// 128 * Σw (one vpdpbusd of 0x80 bytes with w per weight pair, shared by all
-// x rows) seeds the accumulator negated.
-
-void x_to_q8(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq, float* scales) {
-  const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * k;
-    uint8_t* qr = xq + r * k_pad64;
-    float* sr = scales + r * (k_pad64 / 4);
-    for (int64_t b = 0; b < k_pad64 / 32; ++b) {
-      float d = 0.0f;
-      __m256i q = _mm256_setzero_si256();
-      if (b * 32 < k) {
-        __m128i qlo, qhi;
-        d = quantize_block32(xr + b * 32, &qlo, &qhi);
-        q = _mm256_xor_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qlo), qhi, 1), k80);
-      }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + b * 32), q);
-      _mm256_storeu_ps(sr + (b / 2) * 16 + (b % 2) * 8, _mm256_set1_ps(d));
-    }
-  }
-}
-
-// One step over the weight block pair (or, kTwo = false, the last single
-// block) at block index b, for an MR x NR tile.
-template <int MR, int NR, bool kTwo>
-STRATA_INLINE void q8q8_step(const MatmulArgs& a, const char* w0, int64_t row_bytes,
-                             const uint8_t* xq0, const float* xs0, int64_t b,
-                             __m512 (&acc)[MR][NR]) {
-  const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512i wv[NR], corr[NR];
-  __m512 dw[NR];
-#pragma GCC unroll 16
-  for (int r = 0; r < NR; ++r) {
-    const char* here = w0 + r * row_bytes + b * 34;
-    prefetch_weights(here);
-    if constexpr (kTwo) prefetch_weights(here + 34);
-    const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(w0 + r * row_bytes) + b;
-    __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[0].values));
-    // f16 scales broadcast to 8 halfwords each, widened to 16 f32 lanes.
-    __m256i d16 = _mm256_set1_epi16(static_cast<short>(blk[0].scale_f16));
-    if constexpr (kTwo) {
-      __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[1].values));
-      wv[r] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-      d16 = _mm256_mask_blend_epi16(0xFF00, d16,
-                                    _mm256_set1_epi16(static_cast<short>(blk[1].scale_f16)));
-    } else {
-      wv[r] = _mm512_zextsi256_si512(q0);
-      d16 = _mm256_maskz_mov_epi16(0x00FF, d16);
-    }
-    dw[r] = _mm512_cvtph_ps(d16);
-    corr[r] = _mm512_sub_epi32(_mm512_setzero_si512(),
-                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wv[r]));
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    __m512i xv = _mm512_loadu_si512(xq0 + i * a.k_pad64 + b * 32);
-    __m512 dx = _mm512_loadu_ps(xs0 + i * (a.k_pad64 / 4) + b * 8);
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) {
-      __m512i sum = _mm512_dpbusd_epi32(corr[r], xv, wv[r]);
-      acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dx, dw[r]), acc[i][r]);
-    }
-  }
-}
-
-template <int MR, int NR>
-void tile_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
-  __m512 acc[MR][NR];
-  zero_tile(acc);
-  const char* w0 = static_cast<const char*>(a.w) + j0 * row_bytes;
-  const uint8_t* xq0 = a.x_q8 + i0 * a.k_pad64;
-  const float* xs0 = a.x_q8_scale + i0 * (a.k_pad64 / 4);
-  int64_t nb = a.k / 32, b = 0;
-  for (; b + 2 <= nb; b += 2) q8q8_step<MR, NR, true>(a, w0, row_bytes, xq0, xs0, b, acc);
-  if (b < nb) q8q8_step<MR, NR, false>(a, w0, row_bytes, xq0, xs0, b, acc);
-  store_tile<MR, NR>(acc, a.y + i0 * a.n + j0, a.n, a.bias != nullptr ? a.bias + j0 : nullptr,
-                     false);
-}
-
-// Four weight rows per tile, one x row included. The BF16 GEMV keeps one
-// weight row at a time at m = 1 (a single stream; four rows were 0-6% slower
-// end to end on the Intel AMX host). A Q8_0 step is long (two loads and an
-// insert, two scale broadcasts and a conversion, the 128 * sum(w)
-// correction, then the dot product, conversion, scale and accumulate) and a
-// one-row tile keeps a single accumulator chain: four rows give four
-// independent chains. On the Intel AMX host that read 7-10% more weight bytes
-// per second end to end at one and two threads (BENCHMARKS.md, "Q8_0 decode:
-// four weight rows per tile"). Each row's sums are the same operations in the
-// same order, so the output is bit-identical to one-row tiles. On the Zen 5
-// host one-row tiles (a single stream) read 23-32% faster at m = 1; the
-// variant MatmulArgs::gemv_tile_rows == 1 (MatmulKernel::kOwnOneRow) keeps
-// them there, and load-time calibration picks it where it measures faster.
-template <int MR>
-void rows_q8q8(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t n_begin, int64_t n_end) {
-  int64_t j = n_begin;
-  if (MR > 1 || a.gemv_tile_rows != 1) {
-    for (; j + 4 <= n_end; j += 4) tile_q8q8<MR, 4>(a, row_bytes, i0, j);
-  }
-  for (; j < n_end; ++j) tile_q8q8<MR, 1>(a, row_bytes, i0, j);
-}
-
-void matmul_q8q8_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
-  int64_t row_bytes = a.k / 32 * 34;
-  if (a.m > 1 && a.m * a.k_pad64 <= kDecodeXInL1Bytes) {
-    // As rows_bf16_x_in_l1: one weight row at a time (a single stream over
-    // the weights), used by every chunk of x rows, chunks in alternating order.
-    for (int64_t j = n_begin; j < n_end; ++j) {
-      for_decode_chunks(a.m, (j - n_begin) % 2 == 0, [&](auto mr, int64_t i0) {
-        tile_q8q8<decltype(mr)::kValue, 1>(a, row_bytes, i0, j);
-      });
-    }
-    return;
-  }
-  for (int64_t jb = n_begin; jb < n_end; jb += 64) {
-    int64_t je = min64(jb + 64, n_end);
-    for_row_chunks(a.m, [&](auto rows, int64_t i) {
-      rows_q8q8<decltype(rows)::kValue>(a, row_bytes, i, jb, je);
-    });
-  }
-}
-
 // ---- kBF16 mode ----
 
 // Operands of one cache block: x [m, kc] with row stride k_pad (zero padded
@@ -583,6 +455,9 @@ void dequant_q8_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, 
 // bf16 in out [rows, out_stride].
 void dequant_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
                   uint16_t* out, int64_t out_stride) {
+  if (a.w_dtype == DType::kQ8_0 && a.w_panels != nullptr) {
+    return avx512_dequant_q8_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
+  }
   if (a.w_dtype == DType::kQ8_0) return dequant_q8_tile(a, j0, rows, k0, kc, out, out_stride);
   avx512_dequant_lowbit_bf16(a, j0, rows, k0, kc, out, out_stride);
 }
@@ -1066,11 +941,13 @@ constexpr KernelTable kAvx512 = {
     softmax,
     add_inplace,
     attention_rows,
-    matmul_q8q8_range,
-    x_to_q8,
+    nullptr,  // Q8_0 decodes from panels (avx512_matmul_q8_panels_range)
+    nullptr,
     avx512_matmul_lowbit_range,
     avx512_x_to_q8_groups,
     paged_attention_item,
+    avx512_matmul_q8_panels_range,
+    avx512_x_to_q8_blocks,
 };
 
 }  // namespace

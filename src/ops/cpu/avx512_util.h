@@ -21,6 +21,15 @@ void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
 void avx512_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
                            int64_t x_block, const Q8GroupsOut& out);
+// Table entries defined in avx512_q8_panels.cc (see KernelTable).
+void avx512_matmul_q8_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+void avx512_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
+                           int32_t* corr);
+// Rows [j0, j0 + rows) x k-values [k0, k0 + kc) of a Q8_0 weight in panels
+// (a.w_panels; j0 % 16 == 0, k0 and kc multiples of 32) as bf16(q * d) in
+// out [rows, out_stride]: the values the row-major tiles give.
+void avx512_dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                   int64_t kc, uint16_t* out, int64_t out_stride);
 
 namespace {
 

@@ -24,6 +24,12 @@ const KernelTable& active_kernels() {
   return *table;
 }
 
+bool q8_panels_in_use() {
+  static const bool on =
+      active_kernels().matmul_q8_panels_range != nullptr && cpu_features().avx512_vnni;
+  return on;
+}
+
 void evict_from_caches(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
   for (int64_t i = 0; i < bytes; i += 64) _mm_clflush(c + i);

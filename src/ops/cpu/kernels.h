@@ -20,9 +20,13 @@
 
 namespace strata::ops {
 
-// No kernel repacks weights today: every path reads the stored [n, k] rows
-// directly (see matmul notes in ops.cc), so prepare() leaves this empty.
-struct MatmulWeight::Packed {};
+// Q8_0 weights where the active table decodes them in panels
+// (cpu::q8_panels_in_use()): the 16-row panels of cpu/q8_panels.h, which that
+// table reads for every m (decode, and the prefill's bf16 tiles). Every other
+// dtype, and Q8_0 elsewhere, reads the stored [n, k] rows.
+struct MatmulWeight::Packed {
+  tensor::AlignedBuffer<uint8_t> q8_panels;
+};
 
 }  // namespace strata::ops
 
@@ -31,7 +35,7 @@ namespace strata::ops::cpu {
 // Precision of x inside the inner product.
 //   kF32:  x stays f32; weights are widened exactly to f32 (F32, F16, and
 //          quantized decode without AVX512-VNNI; with it see
-//          uses_q8_activations() / uses_lowbit_kernel()).
+//          uses_q8_panels() / uses_lowbit_kernel()).
 //   kBF16: x is rounded to bf16 and multiplied with bf16 weights by vdpbf16ps
 //          (BF16 weights always; quantized prefill, whose dequantized values
 //          are rounded to bf16 tile by tile). Sums are f32.
@@ -82,12 +86,19 @@ struct MatmulArgs {
   // (MatmulKernel::kOwnHwPrefetch).
   bool prefetch_one_row_tiles = true;
   // Weight rows per tile where a tile has one row of x (m = 1, or the last
-  // row of a chunk of x rows): 0 = the kernel's default (F32 and BF16 mode:
-  // one, a single stream, at m = 1 with x held in registers for BF16
-  // weights, and for F32 and F16 weights where k > 2048; Q8_0 int8
-  // activations: four, four independent chains), else 1 or 4
-  // (MatmulKernel::kOwnOneRow, kOwnFourRows).
+  // row of a chunk of x rows) in the F32- and BF16-mode kernels: 0 = the
+  // kernel's default (one, a single stream, at m = 1 with x held in
+  // registers for BF16 weights, and for F32 and F16 weights where k > 2048),
+  // else 4 (MatmulKernel::kOwnFourRows).
   int gemv_tile_rows = 0;
+  // Q8_0 weights in 16-row panels (cpu/q8_panels.h) where the weight has them
+  // (MatmulWeight::Packed); then w may be nullptr (a fused weight keeps no rows).
+  const uint8_t* w_panels = nullptr;
+  // x for matmul_q8_panels_range, from x_to_q8_blocks (k / 32 blocks per row):
+  // x_q8s [m, k] int8, x_q8_d [m, k / 32] f32 d, x_q8_corr [m, k / 32] int32
+  // -128 Σq per block.
+  const float* x_q8_d = nullptr;
+  const int32_t* x_q8_corr = nullptr;
   // Q8_0 decode with int8 activations (matmul_q8q8_range): x quantized per
   // 32-block by x_to_q8. x_q8: [m, k_pad64] u8 = q + 128 (zero past k);
   // x_q8_scale: [m, k_pad64 / 64, 16] f32, lanes 0-7 = scale of the pair's
@@ -177,11 +188,10 @@ struct KernelTable {
   void (*attention_rows)(const float* q, const float* k, const float* v,
                          const AttentionShape& shape, int64_t row_begin, int64_t row_end,
                          float* scratch, float* out);
-  // Q8_0 weights, m <= kDecodeMaxRows, columns [n_begin, n_end) of y from the
-  // int8 activations in a.x_q8 (per-block int32 sums scaled by d_x * d_w in
-  // f32: AVX512-VNNI vpdpbusd, or AVX2 vpmaddubsw). nullptr when the table
-  // has none; the AVX-512 table's needs cpu_features().avx512_vnni (see
-  // uses_q8_activations()).
+  // Q8_0 weights as rows, m <= kDecodeMaxRows, columns [n_begin, n_end) of y
+  // from the int8 activations in a.x_q8 (per-lane int32 sums of four
+  // products scaled by d_x * d_w in f32: AVX2 vpmaddubsw). nullptr when the
+  // table has none (the AVX-512 table reads panels instead).
   void (*matmul_q8q8_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
   // Quantizes x[rows, k] (k % 32 == 0) per 32-block to the a.x_q8 /
   // a.x_q8_scale layout above: d = max|x| / 127 (f32, not rounded to f16),
@@ -203,6 +213,17 @@ struct KernelTable {
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                float* scratch);
+  // Q8_0 weights in panels (a.w_panels), any m, columns [n_begin, n_end) of y
+  // with n_begin % 16 == 0, from the int8 activations of x_to_q8_blocks
+  // (exact int32 block sums scaled by d_w * d_x; avx512_q8_panels.cc).
+  // nullptr when the table has none; the AVX-512 table's needs
+  // cpu_features().avx512_vnni (see q8_panels_in_use()).
+  void (*matmul_q8_panels_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+  // Quantizes x[rows, k] (k % 32 == 0) per 32 values: q [rows, k] int8 =
+  // round-to-nearest-even(x / d), d [rows, k / 32] = max|x| / 127 (f32),
+  // corr [rows, k / 32] = -128 Σq.
+  void (*x_to_q8_blocks)(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
+                         int32_t* corr);
 };
 
 const KernelTable& generic_kernels();
@@ -216,6 +237,9 @@ bool avx512_supported();
 
 // The dispatch point: the table every public op uses (chosen once).
 const KernelTable& active_kernels();
+// True where the active table decodes Q8_0 from 16-row panels (AVX-512 with
+// VNNI): MatmulWeight then builds them for Q8_0 weights at load.
+bool q8_panels_in_use();
 
 // Writes back and evicts [p, p + bytes) from every cache level (clflush, then
 // a fence), so the next read streams it from DRAM (kernel calibration's
@@ -231,8 +255,8 @@ namespace strata::ops::cpu {
 // `kernel` overrides the static choice for this call (ops/matmul_choice.h):
 // kOwn skips the prefill GEMM (our kernels at any m) and, for Q8_0 decode,
 // means the int8-activation kernel where the table has it; kOwnExact (Q8_0
-// decode) runs the f32 kernel on exactly widened weights; kOwnHwPrefetch,
-// kOwnFourRows and kOwnOneRow are kOwn with a decode tile variant
+// decode) runs the f32 kernel on exactly widened weights; kOwnHwPrefetch
+// and kOwnFourRows are kOwn with a decode tile variant
 // (set_decode_variant; bit-identical results); kOnednn and kStatic are the
 // static path.
 void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWeight& w,
@@ -249,6 +273,20 @@ bool is_own_kernel(MatmulKernel kernel);
 // Sets a's decode tile variant fields (prefetch_one_row_tiles,
 // gemv_tile_rows) for `kernel`; kernels without a variant keep the defaults.
 void set_decode_variant(MatmulKernel kernel, MatmulArgs* a);
+// True when t decodes Q8_0 from panels here (its matmul_q8_panels_range, on a
+// CPU with VNNI): it then reads a weight's panels at every m.
+bool reads_q8_panels(const KernelTable& t);
+// True when a Q8_0 weight with these panels (nullptr: none) runs t's panel
+// kernel at m rows of x (the decode regime).
+bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m);
+// True when Q8_0 weights prepared in this process run with x quantized to
+// int8 on table t at m rows of x (its panel kernel or its row-major one).
+bool q8_uses_int8_x(const KernelTable& t, int64_t m);
+// True when a Q8_0 weight's rows run t's row-major int8 kernel
+// (matmul_q8q8_range: the AVX2 table) at m rows of x: x quantized to Q8_0
+// instead of using matmul_mode(), for m <= kDecodeMaxRows (any m with
+// STRATA_NO_ONEDNN=1, see ops.cc).
+bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m);
 // Rows of x up to which quantized weights keep their decode numerics:
 // kDecodeMaxRows with oneDNN's prefill GEMM in use, unbounded without it.
 int64_t quantized_decode_rows();
@@ -260,10 +298,6 @@ void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* m
                                     float* out, ThreadPool& pool);
 // The activation precision run_matmul uses for this weight and row count.
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
-// True when run_matmul with table t quantizes x to Q8_0 (int8 dot products)
-// instead of using matmul_mode(): Q8_0 weights, m <= kDecodeMaxRows (any m
-// with STRATA_NO_ONEDNN=1, see ops.cc), and t has a VNNI kernel the CPU can run.
-bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t runs matmul_lowbit_range: a low-bit
 // quantized weight, m <= kDecodeMaxRows (any m with STRATA_NO_ONEDNN=1), and a
 // VNNI kernel the CPU can run.
