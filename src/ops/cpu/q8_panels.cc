@@ -1,5 +1,8 @@
 #include "ops/cpu/q8_panels.h"
 
+#include <emmintrin.h>  // SSE2: baseline x86-64
+
+#include <algorithm>
 #include <cstring>
 
 namespace strata::ops::cpu {
@@ -15,31 +18,44 @@ inline int64_t code_offset(int64_t b, int64_t r, int64_t v) {
 
 void pack_q8_panels(const std::vector<Q8Rows>& parts, int64_t k, uint8_t* out) {
   const int64_t blocks = k / 32, panel_bytes = q8_panel_bytes(k);
-  int64_t n = 0;
-  for (const Q8Rows& p : parts) n += p.n;
-  // Zero rows: code 0 stored as 128, scale 0 (f16 +0 is all zero bits).
-  const int64_t panels = q8_panel_count(n);
-  std::memset(out, 0, static_cast<size_t>(panels * panel_bytes));
-  for (int64_t p = n / kQ8PanelRows; p < panels; ++p) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      std::memset(out + p * panel_bytes + q8_panel_codes_offset(b), 0x80, kQ8PanelBlockCodes);
-    }
-  }
-  int64_t j = 0;
+  std::vector<const tensor::BlockQ8_0*> rows;  // every row of the weight, in order
   for (const Q8Rows& part : parts) {
-    for (int64_t i = 0; i < part.n; ++i, ++j) {
-      uint8_t* panel = out + j / kQ8PanelRows * panel_bytes;
-      const int64_t r = j % kQ8PanelRows;
-      const tensor::BlockQ8_0* row = part.blocks + i * blocks;
-      for (int64_t b = 0; b < blocks; ++b) {
-        for (int64_t v = 0; v < 32; v += 4) {  // w + 128 == w ^ 0x80 as a byte
-          uint32_t four;
-          std::memcpy(&four, row[b].values + v, 4);
-          four ^= 0x80808080u;
-          std::memcpy(panel + code_offset(b, r, v), &four, 4);
+    for (int64_t i = 0; i < part.n; ++i) rows.push_back(part.blocks + i * blocks);
+  }
+  const int64_t n = static_cast<int64_t>(rows.size());
+  // Each panel is written front to back: per block, 8 lines of 16 rows' 4
+  // values (w + 128 == w ^ 0x80 as a byte), then the scales. Rows past n are
+  // zero: code 128, scale +0.
+  for (int64_t p = 0; p < q8_panel_count(n); ++p) {
+    uint8_t* panel = out + p * panel_bytes;
+    const int64_t r_end = std::min<int64_t>(kQ8PanelRows, n - p * kQ8PanelRows);
+    if (r_end < kQ8PanelRows) std::memset(panel, 0, static_cast<size_t>(panel_bytes));
+    const tensor::BlockQ8_0* const* panel_rows = rows.data() + p * kQ8PanelRows;
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* codes = panel + q8_panel_codes_offset(b);
+      // Four rows at a time: their 16-byte halves, transposed as 4 x 4
+      // dwords, are 16 bytes of four lines each.
+      for (int64_t r = 0; r < kQ8PanelRows; r += 4) {
+        for (int64_t half = 0; half < 2; ++half) {
+          __m128i v[4];
+          for (int64_t i = 0; i < 4; ++i) {
+            v[i] = r + i < r_end ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                                       panel_rows[r + i][b].values + half * 16))
+                                 : _mm_setzero_si128();
+          }
+          const __m128i t01lo = _mm_unpacklo_epi32(v[0], v[1]), t01hi = _mm_unpackhi_epi32(v[0], v[1]);
+          const __m128i t23lo = _mm_unpacklo_epi32(v[2], v[3]), t23hi = _mm_unpackhi_epi32(v[2], v[3]);
+          const __m128i line[4] = {_mm_unpacklo_epi64(t01lo, t23lo), _mm_unpackhi_epi64(t01lo, t23lo),
+                                   _mm_unpacklo_epi64(t01hi, t23hi), _mm_unpackhi_epi64(t01hi, t23hi)};
+          const __m128i k80 = _mm_set1_epi8(static_cast<char>(0x80));  // w + 128 == w ^ 0x80
+          for (int64_t g = 0; g < 4; ++g) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + (half * 4 + g) * 64 + r * 4),
+                             _mm_xor_si128(line[g], k80));
+          }
         }
-        std::memcpy(panel + q8_panel_scales_offset(blocks, b) + r * 2, &row[b].scale_f16, 2);
       }
+      uint8_t* scales = panel + q8_panel_scales_offset(blocks, b);
+      for (int64_t r = 0; r < r_end; ++r) std::memcpy(scales + r * 2, &panel_rows[r][b].scale_f16, 2);
     }
   }
 }
