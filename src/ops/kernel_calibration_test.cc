@@ -35,8 +35,8 @@ using testing::StoredWeight;
 void reference_for(MatmulKernel kernel, const float* x, int64_t m, const tensor::TensorView& w,
                    const float* bias, float* ref) {
   const DType dtype = w.dtype;
-  const bool decode = matmul_regime(m) == MatmulRegime::kDecode;
-  if (decode && dtype == DType::kQ8_0 && kernel != MatmulKernel::kOwnExact &&
+  // (Without oneDNN, STRATA_NO_ONEDNN=1, Q8_0 keeps int8 x above 16 rows too.)
+  if (dtype == DType::kQ8_0 && kernel != MatmulKernel::kOwnExact &&
       cpu::q8_uses_int8_x(cpu::active_kernels(), m)) {
     reference::matmul_q8_activations(x, m, w, bias, ref);
   } else if (cpu::matmul_mode(dtype, m) == cpu::MatmulMode::kF32) {
