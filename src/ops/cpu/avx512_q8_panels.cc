@@ -129,6 +129,14 @@ STRATA_INLINE void panel_chunk(const MatmulArgs& a, int64_t rows, const uint8_t*
   }
 }
 
+// Row values 0-15 and 16-31 (int8 codes) times d, as 32 bf16 at out.
+STRATA_INLINE void store_row_bf16(__m128i q0, __m128i q1, float d, uint16_t* out) {
+  const __m512 dr = _mm512_set1_ps(d);
+  const __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), dr);
+  const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), dr);
+  _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
 }  // namespace
 
 void avx512_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
@@ -159,9 +167,19 @@ void avx512_matmul_q8_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t
 void avx512_dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                    int64_t kc, uint16_t* out, int64_t out_stride) {
   const int64_t blocks = a.k / 32, panel_bytes = q8_panel_bytes(a.k);
-  // Row r's 4-byte groups of a block lie 64 bytes apart from code + 4 r.
-  const __m256i group = _mm256_setr_epi32(0, 64, 128, 192, 256, 320, 384, 448);
-  const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
+  // A block's 8 lines hold dword r = 4 values of row r; row r's 32 bytes are
+  // dword r of lines 0..7. Three rounds of two-source permutes transpose the
+  // 8 x 16 dwords into 8 registers of two rows each: pairs of lines (qword q
+  // = row q's dwords of both), then quads (128-bit chunk c = 4 lines of one
+  // row), then rows (256 bits of 8 lines per row).
+  const __m512i pair_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i pair_hi =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i quad_a = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+  const __m512i quad_b = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i rows_01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i rows_23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t r0 = 0; r0 < rows; r0 += kQ8PanelRows) {
     const uint8_t* panel = a.w_panels + (j0 + r0) / kQ8PanelRows * panel_bytes;
     const int64_t nr = min64(kQ8PanelRows, rows - r0);
@@ -170,16 +188,36 @@ void avx512_dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows
       alignas(64) float d[kQ8PanelRows];
       _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
                              panel + q8_panel_scales_offset(blocks, b)))));
-      for (int64_t r = 0; r < nr; ++r) {
-        const __m256i q = _mm256_xor_si256(
-            _mm256_i32gather_epi32(reinterpret_cast<const int*>(codes + r * 4), group, 1), k80);
-        const __m512 dr = _mm512_set1_ps(d[r]);
-        const __m512 lo =
-            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))), dr);
-        const __m512 hi = _mm512_mul_ps(
-            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))), dr);
-        _mm512_storeu_si512(out + (r0 + r) * out_stride + (b * 32 - k0),
-                            (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      __m512i pairs[2][4];  // [rows 0-7 / 8-15][lines 2p, 2p + 1]
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        const __m512i g0 = _mm512_load_si512(codes + 2 * p * 64);
+        const __m512i g1 = _mm512_load_si512(codes + (2 * p + 1) * 64);
+        pairs[0][p] = _mm512_permutex2var_epi32(g0, pair_lo, g1);
+        pairs[1][p] = _mm512_permutex2var_epi32(g0, pair_hi, g1);
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 2
+        for (int q = 0; q < 2; ++q) {  // rows h * 8 + q * 4 + 0..3
+          const __m512i& quad_idx = q == 0 ? quad_a : quad_b;
+          const __m512i lines03 = _mm512_permutex2var_epi64(pairs[h][0], quad_idx, pairs[h][1]);
+          const __m512i lines47 = _mm512_permutex2var_epi64(pairs[h][2], quad_idx, pairs[h][3]);
+#pragma GCC unroll 2
+          for (int t = 0; t < 2; ++t) {  // rows r, r + 1
+            const int64_t r = h * 8 + q * 4 + t * 2;
+            if (r >= nr) continue;
+            const __m512i two = _mm512_xor_si512(
+                _mm512_permutex2var_epi64(lines03, t == 0 ? rows_01 : rows_23, lines47), k80);
+            uint16_t* row = out + (r0 + r) * out_stride + (b * 32 - k0);
+            store_row_bf16(_mm512_extracti32x4_epi32(two, 0), _mm512_extracti32x4_epi32(two, 1),
+                           d[r], row);
+            if (r + 1 < nr) {
+              store_row_bf16(_mm512_extracti32x4_epi32(two, 2),
+                             _mm512_extracti32x4_epi32(two, 3), d[r + 1], row + out_stride);
+            }
+          }
+        }
       }
     }
   }
