@@ -197,8 +197,10 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
     if (reads_q8_panels(t)) p.a.w_panels = g.w->q8_panels();
     p.a.y = g.y;
     choose(t, p.a.w_dtype, p.a.m, chosen_matmul_kernel(p.a.w_dtype, p.a.n, p.a.k, p.a.m), p);
-    // Every path of a table that reads panels takes them (run_matmul's
-    // row fallback is for other tables and the exact kernel).
+    // Every path of a table that reads panels takes them. run_matmul's row
+    // fallback (other tables, the exact kernel on a fused Q8_0 weight) is
+    // not offered here: grouped calls run the active table with calibrated
+    // kernels, which never need rows of such a weight.
     STRATA_CHECK(p.a.w != nullptr || (p.a.w_panels != nullptr && p.kind != Kind::kF32))
         << "grouped matmul " << i << ": a weight kept only in panels, on a path that reads rows";
     if (i == 0 || !same_activations(prepared[i - 1], p)) bytes += prepared_bytes(p);

@@ -18,6 +18,7 @@
 #include "base/check.h"
 #include "base/mapped_file.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/q8_panels.h"
 #include "tensor/tensor_view.h"
 
 namespace strata::ops {
@@ -95,6 +96,10 @@ class ScratchTimer {
       // Out of every cache level first, so the call streams it from DRAM as
       // a decode step does (the whole model does not fit in cache).
       cpu::evict_from_caches(region_.data(), bytes);
+      // Q8_0 in panels: the kernel reads the copy prepare just wrote.
+      if (w.q8_panels() != nullptr) {
+        cpu::evict_from_caches(w.q8_panels(), cpu::q8_panel_count(rows) * cpu::q8_panel_bytes(c.k));
+      }
     }
     // Prefill probes run on this thread alone: a probe of a few hundred rows
     // is fewer units than the pool has threads for oneDNN (whole

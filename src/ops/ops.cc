@@ -5,9 +5,11 @@
 //   - Work is split over n (weight rows) across the pool in multiples of 16
 //     rows, so each thread streams its own weight rows once for all m rows
 //     of x (decode GEMV amortises weight reads over the batch).
-//   - Q8_0 with m <= 16 on AVX512-VNNI CPUs: x quantized to int8 per 32-block
-//     once per call (as llama.cpp does), vpdpbusd int32 block sums scaled by
-//     d_x * d_w: memory-bound instead of bound by widening int8 to f32.
+//   - Q8_0 with m <= 16 on AVX512-VNNI CPUs: weights repacked at load into
+//     16-row panels (cpu/q8_panels.h), x quantized to int8 per 32-block once
+//     per call (as llama.cpp does), exact vpdpbusd int32 block sums for 16
+//     outputs at a time, scaled by d_x * d_w; the prefill's bf16 tiles are
+//     read from the panels too. AVX2 CPUs: rows, per-lane int32 sums scaled alike.
 //   - F32/F16 weights and Q8_0 with m <= 16 otherwise: f32 FMA, weights
 //     widened exactly.
 //   - BF16 weights (any m) and Q8_0 with m > 16: x rounded to bf16 once per
@@ -77,8 +79,10 @@ void MatmulWeight::pack_q8_panels(const std::vector<cpu::Q8Rows>& parts) {
   const size_t alignment = bytes >= 4 * static_cast<int64_t>(kHugePageBytes) ? kHugePageBytes : 64;
   packed_ = std::make_unique<Packed>();
   packed_->q8_panels = tensor::AlignedBuffer<uint8_t>(bytes, alignment);
-  advise_huge_pages(packed_->q8_panels.data(),
-                    static_cast<size_t>(bytes + alignment - 1) / alignment * alignment);
+  if (alignment == kHugePageBytes) {
+    advise_huge_pages(packed_->q8_panels.data(),
+                      static_cast<size_t>(bytes + alignment - 1) / alignment * alignment);
+  }
   cpu::pack_q8_panels(parts, k_, packed_->q8_panels.data());
 }
 

@@ -30,8 +30,10 @@ struct Q8Rows;
 // Q8_0); it may hold a repacked copy when that makes the kernels faster, and
 // otherwise points at the caller's bytes (which must outlive it). Q8_0
 // weights on CPUs with AVX512-VNNI are repacked into 16-row panels
-// (ops/cpu/q8_panels.h) that every matmul path there reads: the caller's
-// rows are not read again, and a fused Q8_0 weight keeps only the panels.
+// (ops/cpu/q8_panels.h) that every matmul path of that CPU's kernel table
+// reads, so the caller's rows are not read again in serving (only by other
+// tables and the exact f32 kernel, in tests); a fused Q8_0 weight keeps only
+// the panels.
 class MatmulWeight {
  public:
   // `w` is 2-D [n, k]; k must be a multiple of 32 for Q8_0.

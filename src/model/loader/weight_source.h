@@ -41,7 +41,9 @@ class WeightSource {
 
   // Drops the resident pages of `view`'s bytes when they lie in one of the
   // mapped files (MappedFile::release_pages); no-op otherwise. For weights
-  // whose bytes were copied at load (fused projections).
+  // whose bytes were copied at load (fused projections, Q8_0 repacked into
+  // panels, the embedding table under a repacked tied head); a later read
+  // faults them back in.
   void release_pages(const tensor::TensorView& view) const;
 
   // The paths of the files added, comma-separated (for error messages).

@@ -1,5 +1,6 @@
 // Q8_0 on weights in 16-row panels (q8_panels.h), AVX512-VNNI: the decode
-// kernel (every m on the AVX-512 table) and the prefill's bf16 tiles. Compiled
+// kernel (m <= quantized_decode_rows(): 16 with oneDNN, every m without) and
+// the prefill's bf16 tiles. Compiled
 // with the AVX-512 flags (ops/CMakeLists.txt); only intrinsics and POD
 // arguments here, as in avx512.cc.
 //

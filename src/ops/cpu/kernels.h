@@ -43,7 +43,8 @@ enum class MatmulMode { kF32, kBF16 };
 
 // Decode regime: matmuls with at most this many rows of x run our GEMV
 // kernels; larger m (prefill) goes to matmul_prefill_range where a table has
-// one. Q8_0 uses kF32 (exact weights) up to this m and kBF16 above it.
+// one. Q8_0 uses int8 x up to this m (AVX512-VNNI panels, AVX2 rows; kF32,
+// exact weights, elsewhere) and kBF16 above it.
 constexpr int64_t kDecodeMaxRows = 16;
 // Weight rows per Q8_0 -> bf16 dequantized tile handed to the prefill GEMM,
 // and per oneDNN call on F32 / BF16 weights of ordinary row length.
@@ -219,8 +220,8 @@ struct KernelTable {
   // nullptr when the table has none; the AVX-512 table's needs
   // cpu_features().avx512_vnni (see q8_panels_in_use()).
   void (*matmul_q8_panels_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
-  // Quantizes x[rows, k] (k % 32 == 0) per 32 values: q [rows, k] int8 =
-  // round-to-nearest-even(x / d), d [rows, k / 32] = max|x| / 127 (f32),
+  // Quantizes x[rows, k] (k % 32 == 0) per 32 values: d [rows, k / 32] =
+  // max|x| / 127 (f32), q [rows, k] int8 = round-to-nearest-even(x * (1 / d)),
   // corr [rows, k / 32] = -128 Σq.
   void (*x_to_q8_blocks)(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
                          int32_t* corr);

@@ -29,7 +29,11 @@ void pack_q8_panels(const std::vector<Q8Rows>& parts, int64_t k, uint8_t* out) {
   for (int64_t p = 0; p < q8_panel_count(n); ++p) {
     uint8_t* panel = out + p * panel_bytes;
     const int64_t r_end = std::min<int64_t>(kQ8PanelRows, n - p * kQ8PanelRows);
-    if (r_end < kQ8PanelRows) std::memset(panel, 0, static_cast<size_t>(panel_bytes));
+    if (r_end < kQ8PanelRows) {
+      std::memset(panel, 0, static_cast<size_t>(panel_bytes));
+    } else if (blocks % 2 == 1) {  // the padding after a lone last block's scales
+      std::memset(panel + panel_bytes - 32, 0, 32);
+    }
     const tensor::BlockQ8_0* const* panel_rows = rows.data() + p * kQ8PanelRows;
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* codes = panel + q8_panel_codes_offset(b);

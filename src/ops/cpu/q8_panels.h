@@ -30,16 +30,16 @@ constexpr int64_t kQ8PanelPairBytes = 2 * kQ8PanelBlockCodes + 2 * 2 * kQ8PanelR
 constexpr int64_t kQ8PanelLoneBytes = kQ8PanelBlockCodes + 64;
 
 // Bytes of one panel of a weight with rows of k values (k % 32 == 0).
-inline int64_t q8_panel_bytes(int64_t k) {
+constexpr int64_t q8_panel_bytes(int64_t k) {
   const int64_t blocks = k / 32;
   return blocks / 2 * kQ8PanelPairBytes + blocks % 2 * kQ8PanelLoneBytes;
 }
-inline int64_t q8_panel_count(int64_t n) { return (n + kQ8PanelRows - 1) / kQ8PanelRows; }
+constexpr int64_t q8_panel_count(int64_t n) { return (n + kQ8PanelRows - 1) / kQ8PanelRows; }
 // Offsets inside a panel of block b's codes and of its 16 f16 scales.
-inline int64_t q8_panel_codes_offset(int64_t b) {
+constexpr int64_t q8_panel_codes_offset(int64_t b) {
   return b / 2 * kQ8PanelPairBytes + b % 2 * kQ8PanelBlockCodes;
 }
-inline int64_t q8_panel_scales_offset(int64_t blocks, int64_t b) {
+constexpr int64_t q8_panel_scales_offset(int64_t blocks, int64_t b) {
   const int64_t in_unit = b / 2 * 2 + 1 < blocks ? 2 : 1;
   return b / 2 * kQ8PanelPairBytes + in_unit * kQ8PanelBlockCodes + b % 2 * 2 * kQ8PanelRows;
 }
