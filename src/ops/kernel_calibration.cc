@@ -91,7 +91,12 @@ class ScratchTimer {
       for (size_t i = 0; i < x_.size(); ++i) x_[i] = 0.25f * std::sin(0.37f * static_cast<float>(i));
     }
     if (static_cast<int64_t>(y_.size()) < m * rows) y_.resize(static_cast<size_t>(m * rows));
-    MatmulWeight w = MatmulWeight::prepare_unlisted({region_.data(), c.dtype, {rows, c.k}});
+    // The probe weight is prepared once per shape: every round of every
+    // candidate times the same one (Q8_0 would otherwise be repacked each time).
+    if (w_.n() != rows || w_.k() != c.k || w_.dtype() != c.dtype) {
+      w_ = MatmulWeight::prepare_unlisted({region_.data(), c.dtype, {rows, c.k}});
+    }
+    const MatmulWeight& w = w_;
     if (c.regime == MatmulRegime::kDecode) {
       // Out of every cache level first, so the call streams it from DRAM as
       // a decode step does (the whole model does not fit in cache).
@@ -117,6 +122,7 @@ class ScratchTimer {
   ThreadPool& pool_;
   ThreadPool solo_;  // the calling thread only (no workers)
   tensor::AlignedBuffer<uint8_t> region_;
+  MatmulWeight w_;  // the last probe weight (its rows are region_'s first bytes)
   std::vector<float> x_, y_;
 };
 

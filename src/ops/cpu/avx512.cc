@@ -130,6 +130,18 @@ void tile_f32(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0) {
                      false);
 }
 
+// Batched decode (5 <= m <= kDecodeMaxRows) of BF16 weights whose x does not
+// fit in L1 whole (m * k bf16 > kDecodeXInL1Bytes: k > 1024 at m = 16) runs
+// rows_bf16_x_in_l1's tiles on blocks of k that fit, the k blocks outermost
+// within each kBf16TileRows block of weight rows, each tile's accumulators
+// carried from one k block to the next in this per-thread buffer. Every
+// output stays one chain of vdpbf16ps over k in order, as at m = 1. Before,
+// these shapes ran four-by-four tiles over whole rows with x from L2, at
+// half the rate of the k <= 1024 shapes (BENCHMARKS.md, "Zen 5"). The
+// one-row GEMVs with x in registers (gemv_*_x_in_registers, kBf16TileRows
+// weight rows at a time) carry their sums here too.
+alignas(64) thread_local float t_decode_carry[kBf16TileRows * kDecodeMaxRows * 16];
+
 // One x row against F32, F16 or BF16 weights in F32 mode (m = 1, kOwn), x
 // held in registers: gemv_bf16_x_in_registers's scheme (below) with 16 f32
 // values of x per register, kGemvF32XRegs steps per block of k. Each output
@@ -142,7 +154,6 @@ constexpr int64_t kGemvF32MinK = 2048;
 constexpr int kGemvF32XRegs = 28;  // 448 values
 constexpr int64_t kGemvF32BlockK = kGemvF32XRegs * 16;
 constexpr int64_t kGemvF32PrefetchRows = 4;
-alignas(64) thread_local float t_gemv_carry[64 * 16];
 
 template <class L>
 void gemv_f32_x_in_registers(const MatmulArgs& a, int64_t row_bytes, int64_t n_begin,
@@ -154,9 +165,9 @@ void gemv_f32_x_in_registers(const MatmulArgs& a, int64_t row_bytes, int64_t n_b
   const int64_t k = a.k;
   const int64_t k_regs = k / kGemvF32BlockK * kGemvF32BlockK;
   const int64_t prefetch_bytes = kGemvF32PrefetchRows * row_bytes;
-  float* carry = t_gemv_carry;
-  for (int64_t jb = n_begin; jb < n_end; jb += 64) {
-    const int64_t rows = min64(64, n_end - jb);
+  float* carry = t_decode_carry;
+  for (int64_t jb = n_begin; jb < n_end; jb += kBf16TileRows) {
+    const int64_t rows = min64(kBf16TileRows, n_end - jb);
     const char* w = static_cast<const char*>(a.w) + jb * row_bytes;
     for (int64_t k0 = 0; k0 < k_regs; k0 += kGemvF32BlockK) {
       __m512 xr[kGemvF32XRegs];
@@ -462,15 +473,6 @@ void dequant_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int
   avx512_dequant_lowbit_bf16(a, j0, rows, k0, kc, out, out_stride);
 }
 
-// Batched decode (5 <= m <= kDecodeMaxRows) of BF16 weights whose x does not
-// fit in L1 whole (m * k bf16 > kDecodeXInL1Bytes: k > 1024 at m = 16) runs
-// rows_bf16_x_in_l1's tiles on blocks of k that fit, the k blocks outermost
-// within each kBf16TileRows block of weight rows, each tile's accumulators
-// carried from one k block to the next in this per-thread buffer. Every
-// output stays one chain of vdpbf16ps over k in order, as at m = 1. Before,
-// these shapes ran four-by-four tiles over whole rows with x from L2, at
-// half the rate of the k <= 1024 shapes (BENCHMARKS.md, "Zen 5").
-alignas(64) thread_local float t_decode_carry[kBf16TileRows * kDecodeMaxRows * 16];
 // Weight rows ahead of the current one that a k-blocked pass prefetches (its
 // weight reads are runs of one block of a row, one row after the other).
 constexpr int64_t kBlockedPrefetchRows = 4;
