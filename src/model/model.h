@@ -35,7 +35,9 @@ namespace strata::model {
 
 class Model {
  public:
-  // Called after each prepared layer with (layers done, layers in all).
+  // Called after each prepared layer with (layers done, layers in all), from
+  // the loading thread or a helper of load(), one call at a time, done
+  // counting up.
   using LoadProgress = std::function<void(int64_t, int64_t)>;
 
   // Validates every tensor's presence and shape against the config and
@@ -87,7 +89,10 @@ class Model {
  private:
   explicit Model(ModelFiles files)
       : files_(std::move(files)), config_(files_.config), spec_(architecture_spec(config_.arch)) {}
+  // Prepares the head and the layers, on up to kMaxLoadThreads threads.
   Status prepare_weights(const LoadProgress& progress);
+  Status prepare_lm_head();  // after embed_tokens_ (the head may be its table)
+  static constexpr int64_t kMaxLoadThreads = 8;
   // Final norm and lm_head over the rows of batch.logits_indices.
   void compute_logits(const ForwardBatch& batch, Workspace& workspace, float* logits,
                       backend::Backend& backend) const;
