@@ -30,8 +30,9 @@ Status Model::prepare_weights(const LoadProgress& progress) {
   // The head and the layers are prepared as independent tasks on a few
   // threads: repacking Q8_0 into panels and copying fused weights run at the
   // speed of first-touch page faults and memory, and one core leaves the
-  // others idle (a serial load was 3-4x slower on a Q8_0 file). Results land
-  // in their slots, so the model is the same whatever the thread count.
+  // others idle (on 2 cores a Q8_0 file of Qwen2.5-0.5B's shape loads in
+  // 0.8 s instead of 1.7). Results land in their slots, so the model is the
+  // same whatever the thread count.
   const int64_t num_layers = c.num_hidden_layers;
   Status head_status;
   std::vector<std::optional<StatusOr<DecoderLayer>>> loaded(static_cast<size_t>(num_layers));
@@ -53,7 +54,8 @@ Status Model::prepare_weights(const LoadProgress& progress) {
       run_task(t);
     }
   };
-  const int64_t threads = std::min<int64_t>({num_hardware_threads(), kMaxLoadThreads, num_layers + 1});
+  const int64_t threads =
+      std::min<int64_t>({num_hardware_threads(), kMaxLoadThreads, num_layers + 1});
   std::vector<std::thread> helpers;
   for (int64_t i = 1; i < threads; ++i) helpers.emplace_back(worker);
   worker();

@@ -72,7 +72,7 @@ TEST(ModelLoad, ProgressCountsEveryLayerUpInOrder) {
 TEST(ModelLoad, ErrorNamesTheFirstBrokenLayerWhateverFinishesFirst) {
   TempDir dir;
   const std::string path = write_checkpoint(dir, eight_layers(), [](std::vector<StTensor>& t) {
-    cut_a_row(t, "model.layers.2.mlp.down_proj.weight");  // its last weight
+    cut_a_row(t, "model.layers.2.mlp.down_proj.weight");     // its last weight
     cut_a_row(t, "model.layers.3.self_attn.q_proj.weight");  // its first
   });
   // The same error on every load, though layer 3 usually fails before layer 2
@@ -111,9 +111,8 @@ TEST(ModelLoad, Q8GgufLoadsOnSeveralThreads) {
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   const int64_t q8_row = s.hidden / 32 * 34;
   const int64_t kv = s.kv_heads * s.head_dim, q = s.heads * s.head_dim;
-  const int64_t per_layer =
-      (q + 2 * kv) * q8_row + s.hidden * (q / 32 * 34) + 2 * s.intermediate * q8_row +
-      s.hidden * (s.intermediate / 32 * 34);
+  const int64_t per_layer = (q + 2 * kv) * q8_row + s.hidden * (q / 32 * 34) +
+                            2 * s.intermediate * q8_row + s.hidden * (s.intermediate / 32 * 34);
   EXPECT_EQ((*m)->decode_weight_bytes(), 8 * per_layer + s.vocab * q8_row + q8_row);
 }
 

@@ -48,7 +48,7 @@ void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel k
   if (uses_lowbit_kernel(t, dtype, m)) {
     p.table = &t;
     p.kind = Kind::kLowbit;
-  } else if (uses_q8_panels(t, p.a.w_panels, m) && kernel != MatmulKernel::kOwnExact) {
+  } else if (uses_q8_panels(t, p.a.w_panels, m, kernel)) {
     p.table = &t;
     p.kind = Kind::kQ8Panels;
   } else if (tensor::is_low_bit_quant(dtype) && !prefill && &t != &generic_kernels()) {
@@ -205,7 +205,8 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
         << "grouped matmul " << i << ": a weight kept only in panels, on a path that reads rows";
     if (i == 0 || !same_activations(prepared[i - 1], p)) bytes += prepared_bytes(p);
   }
-  if (static_cast<int64_t>(arena.size()) < bytes + 64) arena.resize(static_cast<size_t>(bytes + 64));
+  if (static_cast<int64_t>(arena.size()) < bytes + 64)
+    arena.resize(static_cast<size_t>(bytes + 64));
   uint8_t* at = reinterpret_cast<uint8_t*>(round_up(reinterpret_cast<intptr_t>(arena.data()), 64));
   for (int64_t i = 0; i < count; ++i) {
     Prepared& p = prepared[i];

@@ -17,6 +17,7 @@
 
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/onednn_gemm.h"
 #include "ops/matmul_choice.h"
 #include "ops/matmul_test_util.h"
 #include "ops/ops.h"
@@ -35,9 +36,9 @@ using testing::StoredWeight;
 void reference_for(MatmulKernel kernel, const float* x, int64_t m, const tensor::TensorView& w,
                    const float* bias, float* ref) {
   const DType dtype = w.dtype;
-  // (Without oneDNN, STRATA_NO_ONEDNN=1, Q8_0 keeps int8 x above 16 rows too.)
-  if (dtype == DType::kQ8_0 && kernel != MatmulKernel::kOwnExact &&
-      cpu::q8_uses_int8_x(cpu::active_kernels(), m)) {
+  // (Q8_0 keeps int8 x above 16 rows with own-int8 and static on panels, and
+  // without oneDNN, STRATA_NO_ONEDNN=1.)
+  if (dtype == DType::kQ8_0 && cpu::q8_uses_int8_x(cpu::active_kernels(), m, kernel)) {
     reference::matmul_q8_activations(x, m, w, bias, ref);
   } else if (cpu::matmul_mode(dtype, m) == cpu::MatmulMode::kF32) {
     reference::matmul(x, m, w, bias, ref);
@@ -92,11 +93,10 @@ TEST_F(CalibrationTest, DecodeCandidatesAreBatchInvariant) {
     std::vector<float> x = random_floats(m * k, 22);
     for (MatmulKernel kernel : matmul_candidates({dtype, n, k, MatmulRegime::kDecode})) {
       std::vector<float> batch(m * n), one(n);
-      cpu::run_matmul(cpu::active_kernels(), x.data(), m, w, nullptr, batch.data(), pool_,
-                      kernel);
+      cpu::run_matmul(cpu::active_kernels(), x.data(), m, w, nullptr, batch.data(), pool_, kernel);
       for (int64_t i = 0; i < m; ++i) {
-        cpu::run_matmul(cpu::active_kernels(), x.data() + i * k, 1, w, nullptr, one.data(),
-                        pool_, kernel);
+        cpu::run_matmul(cpu::active_kernels(), x.data() + i * k, 1, w, nullptr, one.data(), pool_,
+                        kernel);
         for (int64_t j = 0; j < n; ++j) {
           ASSERT_EQ(one[j], batch[i * n + j])
               << tensor::dtype_name(dtype) << " " << matmul_kernel_name(kernel) << " " << i;
@@ -180,13 +180,49 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
   if (cpu::reads_q8_panels(cpu::active_kernels())) {
     EXPECT_EQ(matmul_candidates({DType::kQ8_0, 896, 896, MatmulRegime::kDecode}),
               std::vector<MatmulKernel>{MatmulKernel::kOwn});
+    if (cpu::onednn_enabled()) {
+      EXPECT_EQ(matmul_candidates({DType::kQ8_0, 896, 896, MatmulRegime::kPrefill}),
+                (std::vector<MatmulKernel>{MatmulKernel::kOwnInt8, MatmulKernel::kOnednn,
+                                           MatmulKernel::kOwn}));
+    }
+  }
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ4_K}) {
+    for (MatmulKernel c : matmul_candidates({dtype, 896, 896, MatmulRegime::kPrefill})) {
+      EXPECT_NE(c, MatmulKernel::kOwnInt8) << tensor::dtype_name(dtype);
+    }
+  }
+}
+
+// Q8_0 in panels, prefill with own-int8 (and the static choice, which is
+// it): each row has the bits it gets decoded alone, so a token's logits do
+// not depend on whether it was prefilled or decoded, nor on the step's size.
+TEST_F(CalibrationTest, Q8PrefillOnPanelsHasTheDecodeBits) {
+  if (!cpu::reads_q8_panels(cpu::active_kernels())) GTEST_SKIP() << "no Q8_0 panels here";
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 96}, {130, 1088}}) {
+    const int64_t m = 41;
+    StoredWeight s = store_weight(random_floats(n * k, 61), n, k, DType::kQ8_0);
+    MatmulWeight w = MatmulWeight::prepare(s.view);
+    std::vector<float> x = random_floats(m * k, 62), bias = random_floats(n, 63);
+    for (MatmulKernel kernel : {MatmulKernel::kOwnInt8, MatmulKernel::kStatic}) {
+      std::vector<float> batch(m * n), one(n);
+      cpu::run_matmul(cpu::active_kernels(), x.data(), m, w, bias.data(), batch.data(), pool_,
+                      kernel);
+      for (int64_t i = 0; i < m; ++i) {
+        cpu::run_matmul(cpu::active_kernels(), x.data() + i * k, 1, w, bias.data(), one.data(),
+                        pool_, MatmulKernel::kOwn);
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_EQ(one[j], batch[i * n + j])
+              << matmul_kernel_name(kernel) << " k=" << k << " row " << i << " col " << j;
+        }
+      }
+    }
   }
 }
 
 TEST(MatmulKernelName, EveryNameParsesBack) {
   for (MatmulKernel k :
        {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOnednn,
-        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows}) {
+        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows, MatmulKernel::kOwnInt8}) {
     MatmulKernel back = MatmulKernel::kStatic;
     EXPECT_TRUE(parse_matmul_kernel(matmul_kernel_name(k), &back)) << matmul_kernel_name(k);
     EXPECT_EQ(back, k);
@@ -325,8 +361,7 @@ TEST_F(CalibrationTest, TileVariantsAreTimedOnlyWhereTheyDiffer) {
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnFourRows, 1));
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnHwPrefetch, 1));
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnHwPrefetch, 6));
-  for (MatmulKernel v :
-       {MatmulKernel::kOwnFourRows, MatmulKernel::kOwnHwPrefetch}) {
+  for (MatmulKernel v : {MatmulKernel::kOwnFourRows, MatmulKernel::kOwnHwPrefetch}) {
     EXPECT_FALSE(decode_variant_matters_at(v, cpu::kDecodeMaxRows)) << matmul_kernel_name(v);
   }
   EXPECT_TRUE(decode_variant_matters_at(MatmulKernel::kOwnExact, cpu::kDecodeMaxRows));
@@ -381,9 +416,10 @@ TEST_F(CalibrationTest, OffKeepsTheStaticChoiceWithoutTiming) {
 class CacheTest : public CalibrationTest {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("strata-calib-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        std::filesystem::temp_directory_path() /
+        ("strata-calib-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     o_.mode = CalibrationMode::kAuto;
     o_.cache_path = (dir_ / "sub" / "cache.txt").string();  // directory created on write
@@ -391,8 +427,10 @@ class CacheTest : public CalibrationTest {
     o_.threads = 2;
     o_.budget_seconds = 1e9;
     // Non-static candidates twice as fast, so the cache holds real changes.
-    t_.factor = {{MatmulKernel::kOwn, 0.5},         {MatmulKernel::kOwnExact, 0.5},
-                 {MatmulKernel::kOnednn, 0.5},      {MatmulKernel::kOwnHwPrefetch, 0.5},
+    t_.factor = {{MatmulKernel::kOwn, 0.5},
+                 {MatmulKernel::kOwnExact, 0.5},
+                 {MatmulKernel::kOnednn, 0.5},
+                 {MatmulKernel::kOwnHwPrefetch, 0.5},
                  {MatmulKernel::kOwnFourRows, 0.5}};
   }
   void TearDown() override {
@@ -455,12 +493,12 @@ TEST_F(CacheTest, RoundTrip) {
 
 TEST_F(CacheTest, CorruptCacheIsIgnoredAndRewritten) {
   std::filesystem::create_directories(std::filesystem::path(o_.cache_path).parent_path());
-  for (const std::string& junk :
-       {std::string("garbage\n"), std::string("strata-kernel-calibration v1\nsignature cpu A v1\n"
+  for (const std::string& junk : {std::string("garbage\n"),
+                                  std::string("strata-kernel-calibration v1\nsignature cpu A v1\n"
                                               "2 BF16 1152 896 decode own 12.0 own\n"),
-        std::string("strata-kernel-calibration v1\nsignature cpu A v1\n"
-                    "2 XX 1152 896 decode own 1 own 1\n"),
-        std::string("")}) {
+                                  std::string("strata-kernel-calibration v1\nsignature cpu A v1\n"
+                                              "2 XX 1152 896 decode own 1 own 1\n"),
+                                  std::string("")}) {
     std::ofstream(o_.cache_path, std::ios::trunc) << junk;
     t_.calls = 0;
     CalibrationReport r = calibrate_matmul_kernels(model_shapes(), o_, timer());
@@ -514,7 +552,8 @@ TEST_F(CacheTest, FormatParseRoundTrip) {
   c.chosen = MatmulKernel::kOwn;
   c.static_rate = 300.25;
   c.chosen_rate = 350.5;
-  const std::string text = format_calibration_cache("sig", 3, {c}, {"1 F32 8 32 decode own 1 own 1"});
+  const std::string text =
+      format_calibration_cache("sig", 3, {c}, {"1 F32 8 32 decode own 1 own 1"});
   std::vector<ClassCalibration> got;
   std::vector<std::string> others;
   ASSERT_TRUE(parse_calibration_cache(text, "sig", 3, &got, &others).ok()) << text;
@@ -557,8 +596,8 @@ TEST_F(CalibrationTest, InstalledChoiceIsWhatMatmulRuns) {
   const MatmulShapeClass prefill{DType::kBF16, n, k, MatmulRegime::kPrefill};
   const std::vector<MatmulKernel> cands = matmul_candidates(prefill);
   const MatmulKernel alt = cands.back();
-  set_matmul_choices({{prefill, alt}, {{DType::kBF16, n, k, MatmulRegime::kDecode},
-                                       MatmulKernel::kOwn}});
+  set_matmul_choices(
+      {{prefill, alt}, {{DType::kBF16, n, k, MatmulRegime::kDecode}, MatmulKernel::kOwn}});
   EXPECT_EQ(chosen_matmul_kernel(DType::kBF16, n, k, 17), alt);
   EXPECT_EQ(chosen_matmul_kernel(DType::kBF16, n, k, 16), MatmulKernel::kOwn);
   EXPECT_EQ(chosen_matmul_kernel(DType::kBF16, n, k, 1), MatmulKernel::kOwn);

@@ -52,14 +52,20 @@ const char* matmul_regime_name(MatmulRegime r) {
 
 const char* matmul_kernel_name(MatmulKernel k) {
   switch (k) {
-    case MatmulKernel::kStatic: return "static";
-    case MatmulKernel::kOwn: return "own";
-    case MatmulKernel::kOwnExact: return "own-exact";
-    case MatmulKernel::kOnednn: return "onednn";
+    case MatmulKernel::kStatic:
+      return "static";
+    case MatmulKernel::kOwn:
+      return "own";
+    case MatmulKernel::kOwnExact:
+      return "own-exact";
+    case MatmulKernel::kOnednn:
+      return "onednn";
     case MatmulKernel::kOwnHwPrefetch:
       return "own-hwprefetch";
     case MatmulKernel::kOwnFourRows:
       return "own-4rows";
+    case MatmulKernel::kOwnInt8:
+      return "own-int8";
   }
   return "?";
 }
@@ -67,7 +73,7 @@ const char* matmul_kernel_name(MatmulKernel k) {
 bool parse_matmul_kernel(const std::string& name, MatmulKernel* out) {
   for (MatmulKernel k :
        {MatmulKernel::kStatic, MatmulKernel::kOwn, MatmulKernel::kOwnExact, MatmulKernel::kOnednn,
-        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows}) {
+        MatmulKernel::kOwnHwPrefetch, MatmulKernel::kOwnFourRows, MatmulKernel::kOwnInt8}) {
     if (name == matmul_kernel_name(k)) {
       *out = k;
       return true;
@@ -113,10 +119,16 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
     return {MatmulKernel::kOwn};
   }
   // Prefill: oneDNN where run_matmul would use the table's prefill GEMM.
-  const bool onednn_dtype = cls.dtype == DType::kF32 || cls.dtype == DType::kBF16 ||
-                            (cls.dtype == DType::kQ8_0 && cpu::quantized_decode_rows() ==
-                                                              cpu::kDecodeMaxRows);
+  const bool onednn_dtype =
+      cls.dtype == DType::kF32 || cls.dtype == DType::kBF16 ||
+      (cls.dtype == DType::kQ8_0 && cpu::quantized_decode_rows() == cpu::kDecodeMaxRows);
   if (onednn_dtype && t.matmul_prefill_range != nullptr && cpu::onednn_enabled()) {
+    // Q8_0 in panels: the int8 kernel first, 1.2-1.7x oneDNN's bf16 GEMM on
+    // the dequantized tiles per thread on Zen 5 (BENCHMARKS.md, "Q8_0
+    // prefill on the panels").
+    if (cls.dtype == DType::kQ8_0 && cpu::reads_q8_panels(t)) {
+      return {MatmulKernel::kOwnInt8, MatmulKernel::kOnednn, MatmulKernel::kOwn};
+    }
     return {MatmulKernel::kOnednn, MatmulKernel::kOwn};
   }
   // Low-bit quantized prefill has no own AVX-512 GEMM (only the portable
@@ -155,10 +167,9 @@ MatmulKernel chosen_matmul_kernel(tensor::DType dtype, int64_t n, int64_t k, int
   const Table* t = g_table.load(std::memory_order_acquire);
   if (t == nullptr) return MatmulKernel::kStatic;
   const MatmulShapeClass key{dtype, n, k, matmul_regime(m)};
-  auto it = std::lower_bound(t->begin(), t->end(), key,
-                             [](const MatmulChoice& c, const MatmulShapeClass& s) {
-                               return c.cls < s;
-                             });
+  auto it =
+      std::lower_bound(t->begin(), t->end(), key,
+                       [](const MatmulChoice& c, const MatmulShapeClass& s) { return c.cls < s; });
   return it != t->end() && it->cls == key ? it->kernel : MatmulKernel::kStatic;
 }
 

@@ -18,6 +18,10 @@
 //   decode,  everything else:              own kernel only (oneDNN is excluded from decode:
 //                                          its summation order changes with m, which would
 //                                          break batch invariance)
+//   prefill, Q8_0 on AVX512-VNNI with oneDNN: own int8-activation kernel on the panels (the
+//                                          decode kernel: llama.cpp's Q8_0 arithmetic, and
+//                                          every row the bits it has in decode), oneDNN on
+//                                          bf16 tiles, own bf16 kernel on bf16 tiles
 //   prefill, F32 / BF16 / Q8_0 with oneDNN: oneDNN in place (Q8_0: bf16 tiles), own kernel
 //   prefill, otherwise:                    the static path only
 //
@@ -48,8 +52,10 @@ enum class MatmulKernel : uint8_t {
                    // tiles of one weight row (bit-identical to kOwn)
   kOwnFourRows,    // F32 / F16 / BF16 decode only: kOwn with m = 1 tiles of four weight
                    // rows instead of one (bit-identical to kOwn)
+  kOwnInt8,        // Q8_0 prefill on 16-row panels only: the decode's int8-activation
+                   // kernel at every m (its rows have the decode's bits)
 };
-// "static", "own", "own-exact", "onednn", "own-hwprefetch", "own-4rows"
+// "static", "own", "own-exact", "onednn", "own-hwprefetch", "own-4rows", "own-int8"
 const char* matmul_kernel_name(MatmulKernel k);
 // Inverse of matmul_kernel_name; false when `name` is none of them.
 bool parse_matmul_kernel(const std::string& name, MatmulKernel* out);

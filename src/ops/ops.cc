@@ -227,8 +227,8 @@ constexpr int64_t kPrefillMinUnits = 8;
 constexpr int64_t kPrefillRowBlock = 128;
 int64_t prefill_part_rows(int64_t m, int64_t n_slices) {
   if (n_slices >= kPrefillMinUnits) return m;
-  const int64_t parts = std::min((kPrefillMinUnits + n_slices - 1) / n_slices,
-                                 m / kPrefillRowBlock);
+  const int64_t parts =
+      std::min((kPrefillMinUnits + n_slices - 1) / n_slices, m / kPrefillRowBlock);
   if (parts <= 1) return m;
   return round_up((m + parts - 1) / parts, kPrefillRowBlock);
 }
@@ -270,13 +270,25 @@ bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m)
          t.matmul_q8q8_range != nullptr && t.x_to_q8 != nullptr;
 }
 
-bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m) {
-  return panels != nullptr && m <= quantized_decode_rows() && reads_q8_panels(t);
+namespace {
+
+// Q8_0 runs t's panel kernel at m rows with this kernel choice: every decode
+// m, and prefill unless a bf16-tile candidate (kOnednn, kOwn) was chosen.
+bool q8_panels_at(const KernelTable& t, int64_t m, MatmulKernel kernel) {
+  if (!reads_q8_panels(t) || kernel == MatmulKernel::kOwnExact) return false;
+  return m <= quantized_decode_rows() || kernel == MatmulKernel::kStatic ||
+         kernel == MatmulKernel::kOwnInt8;
 }
 
-bool q8_uses_int8_x(const KernelTable& t, int64_t m) {
-  return (reads_q8_panels(t) && m <= quantized_decode_rows()) ||
-         uses_q8_activations(t, tensor::DType::kQ8_0, m);
+}  // namespace
+
+bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m, MatmulKernel kernel) {
+  return panels != nullptr && q8_panels_at(t, m, kernel);
+}
+
+bool q8_uses_int8_x(const KernelTable& t, int64_t m, MatmulKernel kernel) {
+  return q8_panels_at(t, m, kernel) ||
+         (kernel != MatmulKernel::kOwnExact && uses_q8_activations(t, tensor::DType::kQ8_0, m));
 }
 
 bool reads_q8_panels(const KernelTable& t) {
@@ -336,7 +348,7 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
     return run_matmul(generic_kernels(), x, m, w, bias, y, pool);
   }
   if (reads_q8_panels(t)) a.w_panels = w.q8_panels();
-  if (uses_q8_panels(t, a.w_panels, m) && kernel != MatmulKernel::kOwnExact) {
+  if (uses_q8_panels(t, a.w_panels, m, kernel)) {
     // Quantize x once on the calling thread; workers only read it.
     const int64_t blocks = a.k / 32;
     int8_t* xq = scratch<int8_t, 6>(m * a.k);
@@ -347,17 +359,15 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
     a.x_q8_d = xd;
     a.x_q8_corr = xc;
     pool.parallel_for(
-        a.n, [&](int64_t b, int64_t e, int) { t.matmul_q8_panels_range(a, b, e); },
-        kMatmulGrain);
+        a.n, [&](int64_t b, int64_t e, int) { t.matmul_q8_panels_range(a, b, e); }, kMatmulGrain);
     return;
   }
   // A weight kept only in panels, on a path that reads rows (another table,
   // or the exact f32 kernel): rows unpacked for this call. The dispatched
-  // table never gets here: it reads the panels at every m (decode above, the
-  // prefill's bf16 tiles below).
+  // table never gets here: it reads the panels at every m (the int8 kernel
+  // above, the bf16 tiles of the prefill candidates kOnednn and kOwn below).
   tensor::AlignedBuffer<uint8_t> unpacked;
-  if (a.w == nullptr &&
-      (a.w_panels == nullptr || matmul_mode(w.dtype(), m) != MatmulMode::kBF16)) {
+  if (a.w == nullptr && (a.w_panels == nullptr || matmul_mode(w.dtype(), m) != MatmulMode::kBF16)) {
     unpacked = w.unpack_rows();
     a.w = unpacked.data();
   }

@@ -141,9 +141,8 @@ struct Q8GroupsOut {
 // (as llama.cpp's Q8_K activations); 32 for the other types, whose kernels
 // scale every 32 values.
 constexpr int64_t lowbit_x_block(tensor::DType t) {
-  return t == tensor::DType::kQ4_K || t == tensor::DType::kQ5_K || t == tensor::DType::kQ6_K
-             ? 256
-             : 32;
+  return t == tensor::DType::kQ4_K || t == tensor::DType::kQ5_K || t == tensor::DType::kQ6_K ? 256
+                                                                                             : 32;
 }
 
 // One unit of paged attention work: query rows [row_begin, row_end) of one
@@ -208,8 +207,8 @@ struct KernelTable {
   // Quantizes x[rows, k] per x_block (32 or 256; a last block may end at
   // k) values into `out` (see Q8GroupsOut): d = max|x| / 127 over the block,
   // q = round-to-nearest-even(x * (1 / d)).
-  void (*x_to_q8_groups)(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
-                         int64_t x_block, const Q8GroupsOut& out);
+  void (*x_to_q8_groups)(const float* x, int64_t rows, int64_t k, int64_t k_pad256, int64_t x_block,
+                         const Q8GroupsOut& out);
   // One paged attention item: writes its rows of b.out. scratch holds
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
@@ -278,11 +277,15 @@ void set_decode_variant(MatmulKernel kernel, MatmulArgs* a);
 // CPU with VNNI): it then reads a weight's panels at every m.
 bool reads_q8_panels(const KernelTable& t);
 // True when a Q8_0 weight with these panels (nullptr: none) runs t's panel
-// kernel at m rows of x (the decode regime).
-bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m);
+// kernel at m rows of x with `kernel` chosen: every decode m (but for
+// kOwnExact), and prefill with kStatic or kOwnInt8 (kOnednn and kOwn read
+// bf16 tiles made from the panels there).
+bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m,
+                    MatmulKernel kernel = MatmulKernel::kStatic);
 // True when Q8_0 weights prepared in this process run with x quantized to
-// int8 on table t at m rows of x (its panel kernel or its row-major one).
-bool q8_uses_int8_x(const KernelTable& t, int64_t m);
+// int8 on table t at m rows of x with `kernel` chosen (its panel kernel or
+// its row-major one).
+bool q8_uses_int8_x(const KernelTable& t, int64_t m, MatmulKernel kernel = MatmulKernel::kStatic);
 // True when a Q8_0 weight's rows run t's row-major int8 kernel
 // (matmul_q8q8_range: the AVX2 table) at m rows of x: x quantized to Q8_0
 // instead of using matmul_mode(), for m <= kDecodeMaxRows (any m with
