@@ -50,8 +50,7 @@ class SpecDecodeTest : public testing::TestModelFixture {
 
   // Adds all requests, steps to completion; with `again`, runs them a second
   // time on the same engine (prefix-cache hits).
-  Run run(const EngineConfig& cfg, const std::vector<EngineRequest>& requests,
-          bool again = false) {
+  Run run(const EngineConfig& cfg, const std::vector<EngineRequest>& requests, bool again = false) {
     ThreadPool pool(2);
     auto core = EngineCore::create(*model_, cfg, pool);
     EXPECT_TRUE(core.ok()) << core.status().to_string();
@@ -159,8 +158,7 @@ TEST_F(SpecDecodeTest, GreedyEqualsPlainUnderBatching) {
   // rounding with f32 weights; bf16 weights sum in another order (the bound
   // engine_core_test uses for prefill chunks).
   const bool f32_weights =
-      model_->files().weights.find("model.embed_tokens.weight")->view.dtype ==
-      tensor::DType::kF32;
+      model_->files().weights.find("model.embed_tokens.weight")->view.dtype == tensor::DType::kF32;
   const double tol = f32_weights ? 1e-4 : 5e-2;
   for (const EngineRequest& r : reqs) {
     ASSERT_EQ(spec.logprobs[r.request_id].size(), plain.logprobs[r.request_id].size());
@@ -209,11 +207,17 @@ TEST_F(SpecDecodeTest, MaxTokensAndMaxModelLenAreNeverExceeded) {
   c.scheduler.max_model_len = 80;
   Run spec = run(c, reqs);
   for (const EngineRequest& r : reqs) {
-    const int64_t room = std::min<int64_t>(r.stop.max_tokens,
-                                           80 - static_cast<int64_t>(r.prompt_token_ids.size()));
+    const int64_t room =
+        std::min<int64_t>(r.stop.max_tokens, 80 - static_cast<int64_t>(r.prompt_token_ids.size()));
     EXPECT_EQ(static_cast<int64_t>(spec.outputs[r.request_id].size()), room) << r.request_id;
   }
-  Run plain = run([&] { EngineConfig p = c; p.speculative = {}; return p; }(), reqs);
+  Run plain = run(
+      [&] {
+        EngineConfig p = c;
+        p.speculative = {};
+        return p;
+      }(),
+      reqs);
   EXPECT_EQ(spec.outputs, plain.outputs);
   EXPECT_GT(spec.stats.spec_decode.num_drafts, 0);
 }
@@ -223,13 +227,10 @@ TEST_F(SpecDecodeTest, MaxTokensAndMaxModelLenAreNeverExceeded) {
 // agreement, so a seed gives the same tokens with and without drafts.
 TEST_F(SpecDecodeTest, SeededSamplingGivesTheSameTokensWithAndWithoutDrafts) {
   // Token for token only where a logits row does not depend on how many rows
-  // the step has: f32 weights, or Strata's own GEMM (STRATA_NO_ONEDNN=1;
-  // oneDNN's bf16 tiles for m > 16 round differently, which moves a sampled
-  // token when the draw falls within that rounding of a boundary).
-  const bool f32_weights =
-      model_->files().weights.find("model.embed_tokens.weight")->view.dtype ==
-      tensor::DType::kF32;
-  if (!f32_weights && std::getenv("STRATA_NO_ONEDNN") == nullptr) {
+  // the step has (oneDNN's bf16 tiles for m > 16 round differently, which
+  // moves a sampled token when the draw falls within that rounding of a
+  // boundary).
+  if (!rows_independent_of_step_size()) {
     GTEST_SKIP() << "bf16 weights on oneDNN: see engine_core_test_bundled_model_exact";
   }
   std::vector<EngineRequest> reqs = batch(8, 30);
@@ -311,7 +312,8 @@ TEST_F(SpecDecodeTest, SampledJointDistributionMatchesPlainSampling) {
   };
   int df = 0;
   const double chi2 = statistic(spec, plain, &df);
-  if (df < 3) GTEST_SKIP() << "this model's distribution at the prompt is too peaked (df " << df << ")";
+  if (df < 3)
+    GTEST_SKIP() << "this model's distribution at the prompt is too peaked (df " << df << ")";
   if (spec_stats.spec_decode.num_accepted_tokens == 0) {
     GTEST_SKIP() << "this model never continues the quote, so no draft is ever right";
   }

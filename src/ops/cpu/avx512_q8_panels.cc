@@ -1,10 +1,10 @@
-// Q8_0 on weights in 16-row panels (q8_panels.h), AVX512-VNNI: the decode
-// kernel (m <= quantized_decode_rows(): 16 with oneDNN, every m without) and
-// the prefill's bf16 tiles. Compiled
+// Q8_0 on weights in 16-row panels (q8_panels.h), AVX512-VNNI: the int8
+// kernel (every decode m, and prefill unless calibration chose a bf16-tile
+// candidate: uses_q8_panels()) and the bf16 tiles of those candidates. Compiled
 // with the AVX-512 flags (ops/CMakeLists.txt); only intrinsics and POD
 // arguments here, as in avx512.cc.
 //
-// Decode: x is quantized per 32 values as llama.cpp's Q8_0 activations
+// The int8 kernel: x is quantized per 32 values as llama.cpp's Q8_0 activations
 // (x_to_q8_blocks: int8 q, f32 d, and -128 Σq per block). A panel line holds
 // 4 k values of 16 weight rows as u8 w + 128, so one vpdpbusd with 4
 // broadcast bytes of x adds Σ (w + 128) q for 16 outputs; 8 of them seeded

@@ -300,7 +300,8 @@ void run_grouped_matmul(const KernelTable& t, const GroupedMatmul* mm, int64_t c
                         ThreadPool& pool);
 void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* mm, int64_t count,
                                     float* out, ThreadPool& pool);
-// The activation precision run_matmul uses for this weight and row count.
+// The activation precision run_matmul uses for this weight and row count
+// where no int8 kernel runs (uses_lowbit_kernel, q8_uses_int8_x come first).
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t runs matmul_lowbit_range: a low-bit
 // quantized weight, m <= kDecodeMaxRows (any m with STRATA_NO_ONEDNN=1), and a
