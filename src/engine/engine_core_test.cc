@@ -4,10 +4,6 @@
 // by tools/reference/make_checkpoint.py (ctest fixture; its next-token
 // distributions are peaked so numerical noise cannot flip a greedy choice).
 #include "engine/engine_core.h"
-#include "engine/test_model_fixture.h"
-#include "structured/grammar_compiler.h"
-#include "structured/grammar_matcher.h"
-#include "structured/token_vocabulary.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +12,11 @@
 #include <map>
 #include <random>
 #include <set>
+
+#include "engine/test_model_fixture.h"
+#include "structured/grammar_compiler.h"
+#include "structured/grammar_matcher.h"
+#include "structured/token_vocabulary.h"
 
 namespace strata::engine {
 namespace {
@@ -69,7 +70,6 @@ class EngineInvariantTest : public testing::TestModelFixture {
     }
     return reqs;
   }
-
 };
 
 TEST_F(EngineInvariantTest, AloneEqualsInsideBatch) {
@@ -224,10 +224,7 @@ TEST_F(EngineInvariantTest, PromptLogprobsMatchFullForwardAndChunking) {
   // prefill GEMM; with bf16 weights both round activations to bf16 but sum in
   // different orders (tests/golden/README.md bounds that at 2e-2 of the
   // largest logit), with f32 weights they agree to float rounding.
-  const bool f32_weights =
-      model_->files().weights.find("model.embed_tokens.weight")->view.dtype ==
-      tensor::DType::kF32;
-  const double tol = f32_weights ? 1e-4 : 5e-2;
+  const double tol = has_f32_weights() ? 1e-4 : 5e-2;
   for (size_t i = 0; i + 1 < prompt.size(); ++i) {
     const float* row = logits.data() + i * vocab;
     EXPECT_EQ(whole[i].token_id, prompt[i + 1]);
@@ -261,8 +258,7 @@ TEST_F(EngineInvariantTest, LogitBiasAndPenaltiesReachTheSampler) {
   EXPECT_EQ(p[0], forced);
   for (size_t i = 1; i < p.size(); ++i) EXPECT_NE(p[i], forced) << i;
   const auto& f = together.outputs["frequency"];
-  EXPECT_EQ(std::vector<int32_t>(f.begin(), f.begin() + 3),
-            std::vector<int32_t>(3, forced));
+  EXPECT_EQ(std::vector<int32_t>(f.begin(), f.begin() + 3), std::vector<int32_t>(3, forced));
   EXPECT_NE(f[3], forced);
   EXPECT_EQ(together.outputs["repetition"], together.outputs["plain"]);
   // And the same outputs when each runs alone.
@@ -348,7 +344,7 @@ TEST_F(EngineInvariantTest, OutputsCarryPhaseTimesAndStepsAreCounted) {
   int64_t steps = 0;
   for (int64_t c : s.iteration_tokens_counts) steps += c;
   EXPECT_EQ(steps, s.num_steps);
-  EXPECT_EQ(steps, 2 + 4);  // two prefill chunks (16 + 14 tokens), four decodes
+  EXPECT_EQ(steps, 2 + 4);                     // two prefill chunks (16 + 14 tokens), four decodes
   EXPECT_EQ(s.iteration_tokens_counts[0], 4);  // the decodes: 1 token each
   EXPECT_EQ(s.iteration_tokens_sum, 30 + 4);
   EXPECT_GT(s.step_times.forward_s, 0.0);

@@ -157,9 +157,7 @@ TEST_F(SpecDecodeTest, GreedyEqualsPlainUnderBatching) {
   // rows through the matmuls where a decode step runs one: equal to float
   // rounding with f32 weights; bf16 weights sum in another order (the bound
   // engine_core_test uses for prefill chunks).
-  const bool f32_weights =
-      model_->files().weights.find("model.embed_tokens.weight")->view.dtype == tensor::DType::kF32;
-  const double tol = f32_weights ? 1e-4 : 5e-2;
+  const double tol = has_f32_weights() ? 1e-4 : 5e-2;
   for (const EngineRequest& r : reqs) {
     ASSERT_EQ(spec.logprobs[r.request_id].size(), plain.logprobs[r.request_id].size());
     for (size_t i = 0; i < spec.logprobs[r.request_id].size(); ++i) {

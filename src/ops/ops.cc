@@ -349,12 +349,23 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   }
   if (reads_q8_panels(t)) a.w_panels = w.q8_panels();
   if (uses_q8_panels(t, a.w_panels, m, kernel)) {
-    // Quantize x once on the calling thread; workers only read it.
+    // Quantize x once, before the matmul; workers only read it. Prefill-sized
+    // x (own-int8) is quantized across the pool, row ranges apart.
     const int64_t blocks = a.k / 32;
     int8_t* xq = scratch<int8_t, 6>(m * a.k);
     float* xd = scratch<float, 4>(m * blocks);
     int32_t* xc = scratch<int32_t, 8>(m * blocks);
-    t.x_to_q8_blocks(x, m, a.k, xq, xd, xc);
+    if (m > kDecodeMaxRows) {
+      pool.parallel_for(
+          m,
+          [&](int64_t b, int64_t e, int) {
+            t.x_to_q8_blocks(x + b * a.k, e - b, a.k, xq + b * a.k, xd + b * blocks,
+                             xc + b * blocks);
+          },
+          kDecodeMaxRows);
+    } else {
+      t.x_to_q8_blocks(x, m, a.k, xq, xd, xc);
+    }
     a.x_q8s = xq;
     a.x_q8_d = xd;
     a.x_q8_corr = xc;
