@@ -8,6 +8,7 @@
 #                               [--pp 512] [--tg 128] [--types "bf16 q8_0"]
 #                               [--quant "Q4_K_M Q5_K_M Q6_K Q4_0"]
 #                               [--shapes "qwen2.5-0.5b bench-small qwen3-moe-bench"]
+#                               [--cpu avx2]
 #
 # --types are converter output types (convert_hf_to_gguf.py --outtype). --quant adds
 # llama-quantize types: the bf16 GGUF is quantized with `tools/llamacpp/llama_run.sh quantize`
@@ -31,6 +32,11 @@
 # which also counts its in-memory layout). The machine's read bandwidth (ops_bench
 # BM_MemRead, bench/server_lib.sh) is measured before and after.
 # Without --strata (or if BIN does not exist) only llama.cpp is measured.
+# --cpu avx2 runs both engines' AVX2 code on an AVX-512 machine, as on a CPU without AVX-512
+# (Zen 2/3, Intel client cores): Strata with STRATA_CPU=avx2 (its avx2 kernel table), llama.cpp
+# with only ggml's "haswell" CPU variant (AVX2 + FMA + F16C) in its backend folder, the one it
+# picks on such CPUs. Same memory system as the host, so not a measurement of an AVX2 host's
+# bandwidth; a check that each engine's AVX2 code keeps up with the other's.
 # Note: on a shared machine use --threads 1: llama.cpp's threads spin at barriers and
 # collapse when another process holds a core.
 set -euo pipefail
@@ -44,6 +50,7 @@ TG=128
 TYPES="bf16 q8_0"
 QUANT=""
 SHAPES=""
+CPU=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --strata) STRATA="$2"; shift 2 ;;
@@ -55,6 +62,7 @@ while [[ $# -gt 0 ]]; do
     --types) TYPES="$2"; shift 2 ;;
     --quant) QUANT="$2"; shift 2 ;;
     --shapes) SHAPES="$2"; shift 2 ;;
+    --cpu) CPU="$2"; shift 2 ;;
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -63,6 +71,22 @@ if [[ -z "$SHAPES" ]]; then
   [[ -n "$QUANT" ]] && SHAPES="qwen2.5-0.5b bench-small"
 fi
 PY="${STRATA_REF_PYTHON:-/usr/bin/python3}"
+if [[ -n "$CPU" ]]; then
+  [[ "$CPU" == avx2 ]] || { echo "--cpu: only avx2 is known" >&2; exit 2; }
+  export STRATA_CPU=avx2
+  bins="$ROOT/tools/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+  "$ROOT/tools/llamacpp/llama_run.sh" 2>/dev/null || true  # installs and builds llama_run if needed
+  export STRATA_LLAMA_BACKEND_DIR="$WORK/llama-backends-avx2"
+  rm -rf "$STRATA_LLAMA_BACKEND_DIR"
+  mkdir -p "$STRATA_LLAMA_BACKEND_DIR"
+  for f in "$bins"/*; do
+    case "$(basename "$f")" in
+      libggml-cpu-haswell.so) ln -s "$f" "$STRATA_LLAMA_BACKEND_DIR/" ;;
+      libggml-cpu-*) ;;
+      *) ln -s "$f" "$STRATA_LLAMA_BACKEND_DIR/" ;;
+    esac
+  done
+fi
 source "$ROOT/bench/server_lib.sh"  # bandwidth()
 mkdir -p "$WORK"
 
@@ -190,4 +214,5 @@ for shape, t in order:
         print(f"{engine:10s} {shape:13s} {t:7s} {fmt([a for a, _, _ in v]):>28s} "
               f"{fmt([b for _, b, _ in v]):>28s} {statistics.median([c for _, _, c in v]):20.2f}")
 PYEOF
+[[ -z "$CPU" ]] || echo "# both engines on their $CPU code (STRATA_CPU=$CPU; llama.cpp's ggml-cpu-haswell only)"
 sed 's/^/# /' "$WORK/machine.txt"

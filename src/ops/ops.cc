@@ -261,8 +261,14 @@ MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m) {
 
 bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m) {
   static const bool vnni = cpu_features().avx512_vnni;
-  return vnni && tensor::is_low_bit_quant(w_dtype) && m <= quantized_decode_rows() &&
-         t.matmul_lowbit_range != nullptr && t.x_to_q8_groups != nullptr;
+  if (t.matmul_lowbit_range == nullptr || t.x_to_q8_groups == nullptr ||
+      t.lowbit_kernel_for == nullptr || !t.lowbit_kernel_for(w_dtype) ||
+      (t.lowbit_needs_vnni && !vnni)) {
+    return false;
+  }
+  // A table with a prefill GEMM runs it on bf16 tiles above the decode rows;
+  // one without (AVX2) runs the int8 kernel at every m.
+  return m <= quantized_decode_rows() || t.matmul_prefill_range == nullptr;
 }
 
 bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m) {

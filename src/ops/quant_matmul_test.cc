@@ -1,5 +1,5 @@
-// Matmuls with GGUF's low-bit weight types (Q4_0 ... Q6_K, IQ4_*) on both
-// kernel tables against ops/reference: the int8-activation decode kernels
+// Matmuls with GGUF's low-bit weight types (Q4_0 ... Q6_K, IQ4_*) on every
+// kernel table against ops/reference: the int8-activation decode kernels
 // against the reference with the same activation quantization, the prefill
 // path against bf16-rounded math, and the invariants (batch, thread count).
 #include <gtest/gtest.h>
@@ -125,6 +125,40 @@ TEST_P(QuantMatmulTest, BatchAndThreadInvariant) {
   }
 }
 
+// Where a table runs its int8 kernel at prefill sizes too (AVX2, which has no
+// prefill GEMM; AVX-512 with STRATA_NO_ONEDNN=1), a row of a 40-row chunk
+// gets the bits it gets when decoded alone, so a token's logits do not depend
+// on the chunk it is computed in.
+TEST_P(QuantMatmulTest, Int8PrefillRowsEqualDecodeRows) {
+  int covered = 0;
+  for (DType t : kLowBitQuantTypes) {
+    if (!cpu::uses_lowbit_kernel(*table_, t, 40)) continue;
+    ++covered;
+    const int64_t n = 70, m = 40;
+    for (int64_t k : tensor::dtype_block_size(t) == 32 ? std::vector<int64_t>{928}
+                                                       : std::vector<int64_t>{768}) {
+      SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " k=" + std::to_string(k));
+      QuantWeight qw = random_weight(t, n, k, 91 + static_cast<int>(t));
+      MatmulWeight w = MatmulWeight::prepare(qw.view);
+      std::vector<float> x = random_floats(m * k, 92);
+      std::vector<float> y(m * n), row(n);
+      cpu::run_matmul(*table_, x.data(), m, w, nullptr, y.data(), pool_);
+      for (int64_t i = 0; i < m; ++i) {
+        cpu::run_matmul(*table_, x.data() + i * k, 1, w, nullptr, row.data(), pool_);
+        for (int64_t j = 0; j < n; ++j) ASSERT_EQ(row[j], y[i * n + j]) << i << "," << j;
+      }
+    }
+  }
+  if (GetParam() == "avx2") {
+    // The AVX2 table's int8 kernels: every low-bit type but Q2_K, Q3_K, IQ4_XS.
+    EXPECT_EQ(covered, 8);
+    EXPECT_FALSE(cpu::uses_lowbit_kernel(*table_, DType::kQ3_K, 1));
+    EXPECT_TRUE(cpu::uses_lowbit_kernel(*table_, DType::kQ6_K, 512));
+  } else if (covered == 0) {
+    GTEST_SKIP() << "this table runs no int8 low-bit kernel at prefill sizes";
+  }
+}
+
 // A weight fused from parts (QKV, gate/up) computes each part's columns as the
 // part alone does: exactly for decode rows; prefill GEMMs may block n
 // differently, so there only to float rounding.
@@ -170,7 +204,7 @@ TEST_P(QuantMatmulTest, ConcatRowsMatchesParts) {
 // relative to Σ|x·w| (the same bound as Q8_0's, BENCHMARKS.md).
 TEST_P(QuantMatmulTest, ActivationErrorBound) {
   if (!cpu::uses_lowbit_kernel(*table_, DType::kQ4_K, 1)) {
-    GTEST_SKIP() << "no AVX512-VNNI low-bit decode kernel in this table / on this CPU";
+    GTEST_SKIP() << "no int8 low-bit decode kernel in this table / on this CPU";
   }
   for (DType t : kLowBitQuantTypes) {
     const int64_t m = 4, n = 32, k = 1024;

@@ -37,3 +37,6 @@ if [[ ! -x "$LLAMA_RUN" || "$LLAMA_RUN" -ot "$LLAMACPP_DIR/llama_run.c" ]]; then
     -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -lm -Wl,-rpath,"$LLAMA_BINS"
 fi
 flock -u "$strata_setup_fd"
+# STRATA_LLAMA_BACKEND_DIR: where llama_run loads ggml's backends from instead (a folder
+# holding one CPU variant pins llama.cpp to it; bench/llamacpp_vs_strata.sh --cpu avx2).
+if [[ -n "${STRATA_LLAMA_BACKEND_DIR:-}" ]]; then export LLAMA_BINS="$STRATA_LLAMA_BACKEND_DIR"; fi

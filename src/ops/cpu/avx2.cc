@@ -22,8 +22,8 @@
 //   order (row_tile), so a token's bits do not depend on the size of the
 //   chunk it is computed in.
 //   kF32 mode widens F32/F16/BF16/Q8_0 weights exactly; kBF16 mode takes BF16
-//   weights, or Q8_0 dequantized to bf16 tiles, against bf16-rounded x (other
-//   weight types there go to the portable kernel).
+//   weights, or Q8_0 dequantized to bf16 tiles, against bf16-rounded x. The
+//   low-bit types have their own int8 kernels at every m (avx2_quant.cc).
 // matmul, Q8_0 decode: x quantized to int8 per 32 values, integer block
 //   dot products (vpmaddubsw / vpmaddwd) as llama.cpp does on AVX2.
 // paged attention: the shared kernel (paged_attention_kernel.h) on 16 lanes
@@ -661,6 +661,10 @@ KernelTable make_avx2_table() {
   t.matmul_q8q8_range = matmul_q8q8_range;
   t.x_to_q8 = x_to_q8;
   t.paged_attention_item = paged_attention_item;
+  t.matmul_lowbit_range = avx2_matmul_lowbit_range;
+  t.x_to_q8_groups = avx2_x_to_q8_groups;
+  t.lowbit_kernel_for = avx2_lowbit_type;
+  t.lowbit_needs_vnni = false;
   return t;
 }
 

@@ -950,6 +950,8 @@ constexpr KernelTable kAvx512 = {
     paged_attention_item,
     avx512_matmul_q8_panels_range,
     avx512_x_to_q8_blocks,
+    every_lowbit_type,
+    true,  // the low-bit kernels use vpdpbusd
 };
 
 }  // namespace

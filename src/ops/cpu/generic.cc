@@ -247,6 +247,7 @@ constexpr KernelTable kGeneric = {
     "generic", matmul_f32_range, matmul_bf16_range, nullptr,        x_to_bf16, rms_norm, rope_apply,
     silu_mul,  softmax,          add_inplace,       attention_rows, nullptr,   nullptr,
     nullptr,   nullptr,          paged_attention_item, nullptr, nullptr,
+    nullptr,   false,
 };
 
 }  // namespace

@@ -198,11 +198,13 @@ struct KernelTable {
   // q = round-to-nearest-even(x * (1 / d)).
   void (*x_to_q8)(const float* x, int64_t rows, int64_t k, int64_t k_pad64, uint8_t* xq,
                   float* scales);
-  // Weights of a tensor::is_low_bit_quant() type, m <= kDecodeMaxRows,
-  // columns [n_begin, n_end) of y from the int8 activations in a.x_q8s
-  // (vpdpbusd of the weights' unsigned codes with x, per 16-value sub-block
-  // factors; see tensor/quant_blocks.h). nullptr when the table has none;
-  // use only when cpu_features().avx512_vnni (see uses_lowbit_kernel()).
+  // Weights of a tensor::is_low_bit_quant() type (those lowbit_kernel_for
+  // names), columns [n_begin, n_end) of y from the int8 activations in
+  // a.x_q8s (AVX-512: vpdpbusd of the weights' unsigned codes with x, per
+  // 16-value sub-block factors, see tensor/quant_blocks.h; AVX2:
+  // avx2_quant.cc). nullptr when the table has none; use only where
+  // uses_lowbit_kernel() says so (m <= kDecodeMaxRows on a table with a
+  // prefill GEMM, every m on one without).
   void (*matmul_lowbit_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
   // Quantizes x[rows, k] per x_block (32 or 256; a last block may end at
   // k) values into `out` (see Q8GroupsOut): d = max|x| / 127 over the block,
@@ -224,7 +226,24 @@ struct KernelTable {
   // corr [rows, k / 32] = -128 Σq.
   void (*x_to_q8_blocks)(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
                          int32_t* corr);
+  // The low-bit types matmul_lowbit_range has kernels for (nullptr: none; a
+  // portable predicate), and whether those need AVX512-VNNI besides the
+  // table's own instruction set.
+  bool (*lowbit_kernel_for)(tensor::DType w_dtype);
+  bool lowbit_needs_vnni;
 };
+
+// Predicates for KernelTable::lowbit_kernel_for (dispatch.cc, portable):
+// every tensor::is_low_bit_quant() type (the AVX-512 table), and the types
+// avx2_quant.cc has kernels for (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
+// Q6_K; Q2_K, Q3_K and IQ4_XS run the portable kernels there).
+bool every_lowbit_type(tensor::DType t);
+bool avx2_lowbit_type(tensor::DType t);
+
+// The avx2 table's low-bit entries (avx2_quant.cc, AVX2 flags).
+void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
+                         int64_t x_block, const Q8GroupsOut& out);
 
 const KernelTable& generic_kernels();
 // The AVX2 + FMA + F16C table (avx2.cc). Only call when avx2_supported().
@@ -304,8 +323,9 @@ void run_grouped_matmul_scatter_add(const KernelTable& t, const GroupedMatmul* m
 // where no int8 kernel runs (uses_lowbit_kernel, q8_uses_int8_x come first).
 MatmulMode matmul_mode(tensor::DType w_dtype, int64_t m);
 // True when run_matmul with table t runs matmul_lowbit_range: a low-bit
-// quantized weight, m <= kDecodeMaxRows (any m with STRATA_NO_ONEDNN=1), and a
-// VNNI kernel the CPU can run.
+// quantized weight of a type t has a kernel for, which the CPU can run (the
+// AVX-512 one needs VNNI), and m <= kDecodeMaxRows (any m with
+// STRATA_NO_ONEDNN=1, or on a table without a prefill GEMM: AVX2).
 bool uses_lowbit_kernel(const KernelTable& t, tensor::DType w_dtype, int64_t m);
 
 }  // namespace strata::ops::cpu
