@@ -33,12 +33,10 @@
 
 #include <cstdint>
 
-#include "ops/cpu/kernels.h"
+#include "ops/cpu/avx2_util.h"
 
 namespace strata::ops::cpu {
 namespace {
-
-#define STRATA_INLINE inline __attribute__((always_inline))
 
 using tensor::BlockQ8_0;
 using tensor::DType;
@@ -49,7 +47,6 @@ constexpr int kMaxRowsX = 3;  // rows of x per tile (4 * 3 accumulators)
 // weight rows per prefill block (the Q8_0 scratch tile holds kBf16TileRows)
 constexpr int64_t kPrefillRows = kBf16TileRows;
 
-STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 STRATA_INLINE float f16_bits_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 STRATA_INLINE float bf16_bits_to_f32(uint16_t h) {
@@ -497,15 +494,7 @@ STRATA_INLINE void q8q8_row_tile(const MatmulArgs& a, const char* row, int64_t i
     block(b + 1, 1);
   }
   if (b < nb) block(b, 0);
-  for (int i = 0; i < MR; ++i) {
-    const __m256 v = _mm256_add_ps(acc[i][0], acc[i][1]);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    float out = _mm_cvtss_f32(s);
-    if (a.bias != nullptr) out += a.bias[j];
-    a.y[(i0 + i) * a.n + j] = out;
-  }
+  store_two_chains<MR>(acc, nullptr, a, i0, j);
 }
 
 // Each weight row once, against every chunk of up to 4 rows of x

@@ -240,11 +240,6 @@ struct KernelTable {
 bool every_lowbit_type(tensor::DType t);
 bool avx2_lowbit_type(tensor::DType t);
 
-// The avx2 table's low-bit entries (avx2_quant.cc, AVX2 flags).
-void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
-void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
-                         int64_t x_block, const Q8GroupsOut& out);
-
 const KernelTable& generic_kernels();
 // The AVX2 + FMA + F16C table (avx2.cc). Only call when avx2_supported().
 const KernelTable& avx2_kernels();

@@ -1,0 +1,46 @@
+// Helpers shared by the AVX2 translation units (avx2.cc, avx2_quant.cc), and
+// the table entries avx2_quant.cc defines. Include only from files compiled
+// with the AVX2 flags (see ops/CMakeLists.txt); the helpers are inline, in
+// an unnamed namespace.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "ops/cpu/kernels.h"
+
+namespace strata::ops::cpu {
+
+// Table entries defined in avx2_quant.cc (see KernelTable).
+void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256, int64_t x_block,
+                         const Q8GroupsOut& out);
+
+namespace {
+
+#define STRATA_INLINE inline __attribute__((always_inline))
+
+STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Writes y[(i0 + i) * n + j] for the MR rows of a tile whose outputs are
+// each two 8-lane chains: (c0 + c1), its lanes summed as (l0+l4 + l2+l6) +
+// (l1+l5 + l3+l7), plus extra[i] (when given) and the bias. The same order
+// for every tile.
+template <int MR>
+STRATA_INLINE void store_two_chains(const __m256 (&acc)[MR][2], const float* extra,
+                                    const MatmulArgs& a, int64_t i0, int64_t j) {
+  for (int i = 0; i < MR; ++i) {
+    const __m256 v = _mm256_add_ps(acc[i][0], acc[i][1]);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    float out = _mm_cvtss_f32(s);
+    if (extra != nullptr) out += extra[i];
+    if (a.bias != nullptr) out += a.bias[j];
+    a.y[(i0 + i) * a.n + j] = out;
+  }
+}
+
+}  // namespace
+}  // namespace strata::ops::cpu
