@@ -330,15 +330,31 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
       m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && w.dtype() != tensor::DType::kF16 &&
       (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
   if (uses_lowbit_kernel(t, w.dtype(), m)) {
-    // Quantize x once on the calling thread; workers only read it.
-    a.k_pad256 = round_up(w.k(), 256);
+    // Quantize x once, before the matmul; workers only read it. Prefill-sized
+    // x (the AVX2 table runs this kernel at every m) is quantized across the
+    // pool, row ranges apart, as for the Q8_0 panels below: rows are
+    // quantized independently, so the bits are the same.
+    const int64_t kp = round_up(w.k(), 256);
+    a.k_pad256 = kp;
     Q8GroupsOut q;
-    q.q = scratch<int8_t, 6>(m * a.k_pad256);
-    q.scale = scratch<float, 4>(m * a.k_pad256 / 4);
-    q.sum16 = scratch<float, 7>(m * a.k_pad256 / 16);
-    q.nsum4 = scratch<int32_t, 8>(m * a.k_pad256 / 4);
-    q.fsum4 = scratch<float, 9>(m * a.k_pad256 / 4);
-    t.x_to_q8_groups(x, m, a.k, a.k_pad256, lowbit_x_block(w.dtype()), q);
+    q.q = scratch<int8_t, 6>(m * kp);
+    q.scale = scratch<float, 4>(m * kp / 4);
+    q.sum16 = scratch<float, 7>(m * kp / 16);
+    q.nsum4 = scratch<int32_t, 8>(m * kp / 4);
+    q.fsum4 = scratch<float, 9>(m * kp / 4);
+    const int64_t x_block = lowbit_x_block(w.dtype());
+    if (m > kDecodeMaxRows) {
+      pool.parallel_for(
+          m,
+          [&](int64_t b, int64_t e, int) {
+            const Q8GroupsOut rows{q.q + b * kp, q.scale + b * kp / 4, q.sum16 + b * kp / 16,
+                                   q.nsum4 + b * kp / 4, q.fsum4 + b * kp / 4};
+            t.x_to_q8_groups(x + b * a.k, e - b, a.k, kp, x_block, rows);
+          },
+          kDecodeMaxRows);
+    } else {
+      t.x_to_q8_groups(x, m, a.k, kp, x_block, q);
+    }
     a.x_q8s = q.q;
     a.x_q8_scale = q.scale;
     a.x_q8_sum16 = q.sum16;
