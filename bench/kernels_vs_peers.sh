@@ -18,7 +18,8 @@
 #            llama.cpp source bundled in npm node-llama-cpp (the same extraction as
 #            bench/side_by_side.sh; -DLLAMA_BUILD_TESTS=ON, GGML_NATIVE=ON, target
 #            test-backend-ops), cached under WORK.
-#   read loop  ops_bench BM_MemRead (sum over 1 GiB), N threads.
+#   read loop  ops_bench BM_MemRead (sum over 1 GiB), N threads, before and after the
+#            whole run, and around each m = 1 GEMV in a last phase (below).
 # Shapes: the Qwen2.5-0.5B linears (n x k: 896x896, 128x896, 4864x896, 896x4864,
 # 151936x896) at m = 1 and m = 512 (no lm_head at 512), BF16, Q8_0 and F32 weights, plus
 # 4096x14336, the one MUL_MAT weight test-backend-ops perf times for every type.
@@ -30,10 +31,13 @@
 # flag): the table says how many it used; a ratio against llama.cpp is shown only when
 # that equals --threads.
 # Ratios: Strata product / best peer (the faster of oneDNN in place, oneDNN packed and
-# llama.cpp where measured), and for m = 1 the GEMV's weight GB/s / the read loop (the
-# mean of the before and after runs). Rates are wall-clock (noisy on shared machines:
-# repeat, and compare figures of one sitting only). Takes ~5-8 minutes on 2 cores after
-# the one-time llama.cpp build (~5 minutes).
+# llama.cpp where measured), and for m = 1 the GEMV's weight GB/s / the read loop. On VMs
+# whose bandwidth drifts by half within minutes, one before/after pair cannot stand for a
+# whole run, so that ratio comes from a last phase: each m = 1 GEMV (the calibrated
+# product path) again, between two read loops of its own, against their mean ("bracketed"
+# columns). Rates are wall-clock (noisy on shared machines: repeat, and compare figures
+# of one sitting only). Takes ~15 minutes on 2 cores (the bracketed phase ~7) after the
+# one-time llama.cpp build (~5 minutes).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 THREADS=2
@@ -116,6 +120,21 @@ if [[ "$LLAMA" == 1 ]]; then
 fi
 echo "[$(date -u +%H:%M:%S)] read loop (after)" >&2
 read_loop "$RUN/memread_after.json"
+echo "[$(date -u +%H:%M:%S)] each m = 1 GEMV between two read loops" >&2
+mkdir -p "$RUN/bracketed"
+for dt in 0 2 3; do
+  for nk in 896x896 128x896 4864x896 896x4864 151936x896 4096x14336; do
+    filter="^BM_Matmul/dtype:$dt/m:1/n:${nk%x*}/k:${nk#*x}/own:0/"
+    # F32 and BF16 are not registered at every shape: skip what ops_bench does not list.
+    STRATA_NUM_THREADS="$THREADS" "$OPS_BENCH" --benchmark_filter="$filter" \
+      --benchmark_list_tests=true | grep -q BM_Matmul || continue
+    read_loop "$RUN/bracketed/$dt-$nk-before.json"
+    STRATA_BENCH_KERNEL=calibrated STRATA_NUM_THREADS="$THREADS" "$OPS_BENCH" \
+      --benchmark_filter="$filter" --benchmark_min_time="$MIN_TIME" \
+      --benchmark_out="$RUN/bracketed/$dt-$nk.json" --benchmark_out_format=json >/dev/null
+    read_loop "$RUN/bracketed/$dt-$nk-after.json"
+  done
+done
 
 "$PY" - "$RUN" "$THREADS" "$LLAMA_THREADS" <<'EOF'
 import json, os, re, sys
@@ -132,6 +151,18 @@ def bench(path):
         key = (DT[int(f["dtype"])], int(f["m"]), int(f["n"]), int(f["k"]))
         out[(key, int(f.get("own", f.get("packed", 0))))] = b
     return out
+
+def bench_dir(path):  # the bracketed phase: DTYPE-NxK.json between -before / -after
+    for name in sorted(os.listdir(path)) if os.path.isdir(path) else []:
+        if not re.fullmatch(r"\d+-\d+x\d+\.json", name):
+            continue
+        got = bench(os.path.join(path, name))
+        if not got:
+            continue
+        stem = os.path.join(path, name[:-5])
+        loop = (memread(stem + "-before.json") + memread(stem + "-after.json")) / 2
+        for k, b in got.items():
+            yield k, (rate(b, 1), loop)
 
 def memread(path):
     return [b["bytes/s"] for b in json.load(open(path))["benchmarks"]][0] / 1e9
@@ -157,16 +188,22 @@ if os.path.exists(lp):
         r = (n_w * k * ELT[t] / sec if m_x == 1 else 2.0 * m_x * n_w * k / sec) / 1e9
         llama[(t, m_x, n_w, k)] = r
 before, after = memread(os.path.join(run, "memread_before.json")), memread(os.path.join(run, "memread_after.json"))
-rl = (before + after) / 2
+bracketed = {}  # key -> (GEMV GB/s, mean read loop around it)
+for (key, _), b in bench_dir(os.path.join(run, "bracketed")):
+    bracketed[key] = b
 cpu = open(os.path.join(run, "lscpu.txt")).read().strip().replace("\n", "; ")
 print(f"# kernels vs peers, {threads} thread(s); {cpu}")
 print(f"# read loop (BM_MemRead, {threads} threads): {before:.1f} GB/s before, {after:.1f} after"
       + (f"; llama.cpp test-backend-ops ran {llama_threads} thread(s)" if llama else ""))
+if bracketed:
+    loops = [v[1] for v in bracketed.values()]
+    print(f"# bracketed m = 1 GEMVs: read loops around them {min(loops):.1f}-{max(loops):.1f} GB/s")
 print("# m = 1: weight GB/s; m = 512: GFLOP/s. Strata = the product path with the kernel"
       " load-time calibration chose (named); static = without calibration."
       " ratio = Strata / best peer.")
 hdr = ["type", "m", "n x k", "Strata", "kernel", "static", "own only", "oneDNN in place",
-       "oneDNN packed", "llama.cpp", "ratio", "GEMV / read loop"]
+       "oneDNN packed", "llama.cpp", "ratio", "bracketed GEMV", "its read loop",
+       "GEMV / read loop"]
 print("| " + " | ".join(hdr) + " |")
 print("|" + "---|" * len(hdr))
 fmt = lambda v: f"{v:.1f}" if v is not None else "-"
@@ -190,9 +227,11 @@ for t in ["BF16", "Q8_0", "F32"]:
                 peers.append(ll)
             ratio = f"{prod / max(peers):.2f}x" if peers else "-"
             ll_s = fmt(ll) + ("" if ll is None or llama_threads == threads else f" ({llama_threads} thr)")
-            gemv = f"{100 * prod / rl:.0f}%" if m == 1 else ""
+            br = bracketed.get(key) if m == 1 else None
+            gemv = f"{100 * br[0] / br[1]:.0f}%" if br is not None else ""
             print(f"| {t} | {m} | {n}x{k} | {prod:.1f} | {kernel} | {static:.1f} | {fmt(own)}"
                   f" | {fmt(inplace)} | {fmt(packed)}"
-                  f" | {ll_s} | {ratio} | {gemv} |")
+                  f" | {ll_s} | {ratio} | {fmt(br[0] if br else None)}"
+                  f" | {fmt(br[1] if br else None)} | {gemv} |")
 print(f"# raw results in {run}")
 EOF

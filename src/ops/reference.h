@@ -25,7 +25,7 @@ void matmul_bf16_rounded(const float* x, int64_t m, const tensor::TensorView& w,
 // Weights w [n, k] (k % 32 == 0; Q8_0, a low-bit GGUF type, or their f32
 // values) with x quantized to int8 per x_block values first (the last block
 // may end at k), as the VNNI decode kernels do (and llama.cpp: per 32 for
-// its 32-value types, per 256 for the K-quants; cpu::lowbit_x_block()):
+// its 32-value types and IQ4_XS, per 256 for the K-quants; cpu::lowbit_x_block()):
 // d_x = max|x_block| / 127 kept in f32 (not rounded to f16),
 // q_x = round-to-nearest-even(x * (1 / d_x)), saturated to int8;
 // y = Σ_blocks d_x * Σ q_x w (+ bias), w dequantized exactly, summed in

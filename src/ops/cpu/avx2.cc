@@ -652,7 +652,7 @@ KernelTable make_avx2_table() {
   t.paged_attention_item = paged_attention_item;
   t.matmul_lowbit_range = avx2_matmul_lowbit_range;
   t.x_to_q8_groups = avx2_x_to_q8_groups;
-  t.lowbit_kernel_for = avx2_lowbit_type;
+  t.lowbit_kernel_for = every_lowbit_type;
   t.lowbit_needs_vnni = false;
   return t;
 }

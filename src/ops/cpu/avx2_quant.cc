@@ -4,24 +4,25 @@
 // helpers only; nothing runs unless avx2_supported() said yes).
 //
 // x is quantized to int8 once per call, per 32 values for the 32-value types
-// and per 256 for Q4_K, Q5_K and Q6_K (kernels.h, lowbit_x_block; llama.cpp's
-// Q8_0 and Q8_K activations). Products are exact integers from vpmaddubsw (u8
-// x s8 -> pairs of s16; no pair here exceeds 2 * 127 * 127) and vpmaddwd:
-//   Q4_0, Q5_0, IQ4_NL: signed weights w - z, |w - z| (u8) against x with the
-//     sign of w - z; one int32 sum per 32-value block (8 lanes), converted and
-//     scaled by d_w * d_x in f32 (llama.cpp's AVX2 dot products).
+// and IQ4_XS, and per 256 for the K-quants Q2_K ... Q6_K (kernels.h,
+// lowbit_x_block; llama.cpp's Q8_0 and Q8_K activations). Products are exact
+// integers from vpmaddubsw (u8 x s8 -> pairs of s16; no pair here exceeds
+// 2 * 127 * 127) and vpmaddwd:
+//   Q4_0, Q5_0, IQ4_NL, IQ4_XS: signed weights w - z, |w - z| (u8) against x
+//     with the sign of w - z; one int32 sum per 32-value block (8 lanes),
+//     converted and scaled by d_w * d_x in f32 (llama.cpp's AVX2 dot
+//     products; IQ4_XS's d_w is d times the block's 6-bit scale - 32).
 //   Q4_1, Q5_1: unsigned codes against x as above, plus the min term
 //     m * (d_x Σ q) per block from the x sums (sum16).
-//   Q4_K, Q5_K, Q6_K: codes against x, each 16 values' pair sums times the
+//   Q2_K ... Q6_K: codes against x, each 16 values' pair sums times the
 //     integer scale of their sub-block (vpmaddwd), summed over the 256-value
 //     group in int32; one conversion and FMA by d * d_x per group, and the
-//     mins (Q6_K: its zero point 32) as Σ_j B_j (d_x Σ q)_j from sum16.
+//     mins (Q3_K: its zero point 4, Q6_K: 32) as Σ_j B_j (d_x Σ q)_j from
+//     sum16.
 // Every output is two f32 chains (even and odd steps) over k in order, added
 // at the end, in every tile shape: results depend neither on m nor on how n is
 // split across threads. The table has no prefill GEMM, so these kernels run at
 // every m (prefill blocks weight rows so each chunk of x meets them in cache).
-// Q2_K, Q3_K and IQ4_XS have no kernel here (avx2_lowbit_type() in dispatch.cc):
-// the portable kernels run them.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -72,7 +73,17 @@ struct Block32<DType::kIQ4_NL> {
 // Types whose weights are d * (u - z): their codes go in signed.
 template <DType T>
 constexpr bool has_zero_point() {
-  return T == DType::kQ4_0 || T == DType::kQ5_0 || T == DType::kIQ4_NL;
+  return T == DType::kQ4_0 || T == DType::kQ5_0 || T == DType::kIQ4_NL || T == DType::kIQ4_XS;
+}
+
+// Bytes of weight per 32 values (IQ4_XS: a 256-value block's 136 / 8).
+template <DType T>
+constexpr int64_t bytes_per_32() {
+  if constexpr (T == DType::kIQ4_XS) {
+    return static_cast<int64_t>(sizeof(tensor::BlockIQ4_XS)) / 8;
+  } else {
+    return static_cast<int64_t>(sizeof(typename Block32<T>::B));
+  }
 }
 
 // 32 nibble codes of a block's 16 bytes: values 0-15 (low nibbles), then 16-31.
@@ -94,6 +105,11 @@ STRATA_INLINE __m256i bytes_from_bits(const uint8_t* p) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
+STRATA_INLINE __m256i iq4_levels(__m256i nib) {
+  const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Values));
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(levels), nib);
+}
+
 // A block's 32 codes in value order: signed w - z for types with a zero
 // point, else unsigned u.
 template <DType T>
@@ -107,58 +123,105 @@ STRATA_INLINE __m256i block_codes(const typename Block32<T>::B& b) {
   } else if constexpr (T == DType::kQ5_1) {
     return _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(16)));
   } else if constexpr (T == DType::kIQ4_NL) {
-    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Values));
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(levels), nib);
+    return iq4_levels(nib);
   } else {
     static_assert(T == DType::kQ4_1);
     return nib;
   }
 }
 
+// The codes and factors of 32-value block b of a row: codes in value order
+// (signed w - z for types with a zero point, else unsigned u), w = d * code
+// (- m for Q4_1, Q5_1).
+struct Block32View {
+  __m256i codes;
+  float d, m;
+};
+
+// IQ4_XS block g's eight factors d * (6-bit scale - 32), one per 32 values
+// (scale ib: bits 4 ib.. of scales_l, bits 2 ib.. of scales_h on top).
+STRATA_INLINE void iq4_xs_factors(const tensor::BlockIQ4_XS& blk, float (&dw)[8]) {
+  uint32_t low;
+  __builtin_memcpy(&low, blk.scales_l, 4);
+  const __m256i lo =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)),
+                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                       _mm256_set1_epi32(0xF));
+  const __m256i hi =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(blk.scales_h),
+                                         _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                       _mm256_set1_epi32(3));
+  const __m256i ls = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 4));
+  _mm256_storeu_ps(dw,
+                   _mm256_mul_ps(_mm256_set1_ps(f16(blk.d)),
+                                 _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32)))));
+}
+
+// Block b of a row of a 32-value type.
+template <DType T>
+STRATA_INLINE Block32View block32_at(const char* row, int64_t b) {
+  const auto& blk = reinterpret_cast<const typename Block32<T>::B*>(row)[b];
+  float m = 0.0f;
+  if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) m = f16(blk.m);
+  return {block_codes<T>(blk), f16(blk.d), m};
+}
+
 // Weight row `row` against x rows [i0, i0 + MR); writes y[i][j].
 template <DType T, int MR>
 STRATA_INLINE void blocks32_row_tile(const MatmulArgs& a, const char* row, int64_t i0, int64_t j) {
-  using B = typename Block32<T>::B;
   constexpr bool kSigned = has_zero_point<T>();
   const __m256i ones = _mm256_set1_epi16(1);
-  const B* w = reinterpret_cast<const B*>(row);
   __m256 acc[MR][2];
   float min_sum[MR];
   for (int i = 0; i < MR; ++i) {
     acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     min_sum[i] = 0.0f;
   }
-  auto block = [&](int64_t b, int chain) {
-    const __m256i wv = block_codes<T>(w[b]);
-    const __m256i aw = kSigned ? _mm256_sign_epi8(wv, wv) : wv;
-    const float dw = f16(w[b].d);
+  auto block = [&](int64_t b, int chain, const Block32View& w) {
+    const __m256i aw = kSigned ? _mm256_sign_epi8(w.codes, w.codes) : w.codes;
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
       const int64_t r = i0 + i;
       const __m256i xv =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_q8s + r * a.k_pad256 + b * 32));
-      const __m256i p16 = _mm256_maddubs_epi16(aw, kSigned ? _mm256_sign_epi8(xv, wv) : xv);
+      const __m256i p16 = _mm256_maddubs_epi16(aw, kSigned ? _mm256_sign_epi8(xv, w.codes) : xv);
       const __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
       const float dx = a.x_q8_scale[r * (a.k_pad256 / 4) + (b / 2) * 16 + (b % 2) * 8];
-      acc[i][chain] = _mm256_fmadd_ps(sum, _mm256_set1_ps(dx * dw), acc[i][chain]);
+      acc[i][chain] = _mm256_fmadd_ps(sum, _mm256_set1_ps(dx * w.d), acc[i][chain]);
       if constexpr (!kSigned) {
         const float* xs = a.x_q8_sum16 + r * (a.k_pad256 / 16) + 2 * b;
-        min_sum[i] += f16(w[b].m) * (xs[0] + xs[1]);
+        min_sum[i] += w.m * (xs[0] + xs[1]);
       }
     }
   };
-  const int64_t nb = a.k / 32;
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    _mm_prefetch(row + b * static_cast<int64_t>(sizeof(B)) + kPrefetchBytes, _MM_HINT_T0);
-    block(b, 0);
-    block(b + 1, 1);
+  if constexpr (T == DType::kIQ4_XS) {  // 256-value blocks of eight 32-value sub-blocks
+    const auto* blk = reinterpret_cast<const tensor::BlockIQ4_XS*>(row);
+    for (int64_t g = 0; g < a.k / 256; ++g) {
+      const char* at = reinterpret_cast<const char*>(blk + g) + kPrefetchBytes;
+      _mm_prefetch(at, _MM_HINT_T0);
+      _mm_prefetch(at + 64, _MM_HINT_T0);
+      _mm_prefetch(at + 128, _MM_HINT_T0);
+      float dw[8];
+      iq4_xs_factors(blk[g], dw);
+#pragma GCC unroll 8
+      for (int ib = 0; ib < 8; ++ib) {
+        block(8 * g + ib, ib % 2, {iq4_levels(nibbles32(blk[g].qs + 16 * ib)), dw[ib], 0.0f});
+      }
+    }
+  } else {
+    const int64_t nb = a.k / 32;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      _mm_prefetch(row + b * bytes_per_32<T>() + kPrefetchBytes, _MM_HINT_T0);
+      block(b, 0, block32_at<T>(row, b));
+      block(b + 1, 1, block32_at<T>(row, b + 1));
+    }
+    if (b < nb) block(b, 0, block32_at<T>(row, b));
   }
-  if (b < nb) block(b, 0);
   store_two_chains<MR>(acc, kSigned ? nullptr : min_sum, a, i0, j);
 }
 
-// ---- Q4_K, Q5_K, Q6_K: 256-value groups, x quantized per group ----
+// ---- Q2_K ... Q6_K: 256-value groups ----
 
 // A group as codes, integer scales and min factors: value 32 z + l has code
 // u[z] byte l, its pair sums scale s[z] (int16 lanes 0-7: values 32 z + 0..15,
@@ -204,10 +267,79 @@ STRATA_INLINE __m256i word_pick(int lo, int hi) {
   return _mm256_setr_epi32(wl, wl, wl, wl, wh, wh, wh, wh);
 }
 
+// Sixteen int8 sub-block scales (16 values each) as the s[8] of a KGroup:
+// s[z] lanes 0-7 scale 2 z, lanes 8-15 scale 2 z + 1.
+STRATA_INLINE void scales16(__m128i sc8, bool is_signed, __m256i (&s)[8]) {
+  const __m256i sc16 = is_signed ? _mm256_cvtepi8_epi16(sc8) : _mm256_cvtepu8_epi16(sc8);
+  const __m256i halves[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                             _mm256_permute2x128_si256(sc16, sc16, 0x11)};
+#pragma GCC unroll 8
+  for (int z = 0; z < 8; ++z) {
+    s[z] = _mm256_shuffle_epi8(halves[z / 4], word_pick(2 * (z % 4), 2 * (z % 4) + 1));
+  }
+}
+
+// Sixteen int8 factors as f32: b[0] lanes 0-7, b[1] lanes 8-15, times f.
+STRATA_INLINE void factors16(__m128i v8, bool is_signed, float f, __m256 (&b)[2]) {
+  const __m128i hi = _mm_unpackhi_epi64(v8, v8);
+  const __m256i w0 = is_signed ? _mm256_cvtepi8_epi32(v8) : _mm256_cvtepu8_epi32(v8);
+  const __m256i w1 = is_signed ? _mm256_cvtepi8_epi32(hi) : _mm256_cvtepu8_epi32(hi);
+  b[0] = _mm256_mul_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(w0));
+  b[1] = _mm256_mul_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(w1));
+}
+
+// Q3_K's sixteen 6-bit scales (tensor::q3k_scales's layout), minus 32.
+STRATA_INLINE __m128i scales_q3_k(const uint8_t* packed) {
+  uint32_t w[3];
+  __builtin_memcpy(w, packed, 12);
+  const uint32_t four = 0x0f0f0f0fu, two = 0x03030303u;
+  const __m128i sc =
+      _mm_setr_epi32(static_cast<int>((w[0] & four) | (w[2] & two) << 4),
+                     static_cast<int>((w[1] & four) | ((w[2] >> 2) & two) << 4),
+                     static_cast<int>(((w[0] >> 4) & four) | ((w[2] >> 4) & two) << 4),
+                     static_cast<int>(((w[1] >> 4) & four) | ((w[2] >> 6) & two) << 4));
+  return _mm_sub_epi8(sc, _mm_set1_epi8(32));
+}
+
+// Q2_K / Q3_K's 2-bit codes: value 128 h + 32 j + l (part 4 h + j) is bits
+// 2 j, 2 j + 1 of qs[32 h + l].
+STRATA_INLINE void codes_2bit(const uint8_t* qs, __m256i (&u)[8]) {
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      u[4 * h + j] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), _mm256_set1_epi8(3));
+    }
+  }
+}
+
 template <DType T>
 STRATA_INLINE void unpack_kgroup(const char* row, int64_t g, KGroup& q) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+  if constexpr (T == DType::kQ2_K) {
+    const auto& b = reinterpret_cast<const tensor::BlockQ2_K*>(row)[g];
+    codes_2bit(b.qs, q.u);
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    scales16(_mm_and_si128(sc, _mm_set1_epi8(0x0F)), false, q.s);
+    factors16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0F)), false, f16(b.dmin), q.b);
+    q.d = f16(b.d);
+  } else if constexpr (T == DType::kQ3_K) {
+    const auto& b = reinterpret_cast<const tensor::BlockQ3_K*>(row)[g];
+    codes_2bit(b.qs, q.u);
+    // u += 4 where bit p of hmask[l] is set, for value 32 p + l (w = d s (u - 4)).
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p) {
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << p));
+      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);
+      q.u[p] = _mm256_or_si256(q.u[p], _mm256_and_si256(set, _mm256_set1_epi8(4)));
+    }
+    const __m128i sc = scales_q3_k(b.scales);
+    scales16(sc, true, q.s);
+    q.d = f16(b.d);
+    factors16(sc, true, 4.0f * q.d, q.b);
+  } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
     using B = typename KBlock<T>::B;
     const B& blk = reinterpret_cast<const B*>(row)[g];
 #pragma GCC unroll 4
@@ -247,11 +379,8 @@ STRATA_INLINE void unpack_kgroup(const char* row, int64_t g, KGroup& q) {
     static_assert(T == DType::kQ6_K);
     const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
     const __m256i low2 = _mm256_set1_epi8(3);
-    // The 16 int8 scales as int16: words 0-7 in both lanes of halves[0], 8-15 of halves[1].
-    const __m256i sc16 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    const __m256i halves[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
-                               _mm256_permute2x128_si256(sc16, sc16, 0x11)};
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    scales16(sc, true, q.s);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {  // values 128 h + 32 quarter + l
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
@@ -264,22 +393,18 @@ STRATA_INLINE void unpack_kgroup(const char* row, int64_t g, KGroup& q) {
       for (int qq = 0; qq < 4; ++qq) {
         const __m256i top = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * qq), low2);
         q.u[4 * h + qq] = _mm256_or_si256(lows[qq], _mm256_slli_epi16(top, 4));
-        // Sub-blocks 8 h + 2 qq (the quarter's first 16 values) and the next.
-        q.s[4 * h + qq] = _mm256_shuffle_epi8(halves[h], word_pick(2 * qq, 2 * qq + 1));
       }
     }
     q.d = f16(b.d);
     // The zero point: w = d sc (u - 32), b_t = 32 d sc_t.
-    const __m256 z = _mm256_set1_ps(32.0f * q.d);
-    q.b[0] = _mm256_mul_ps(z, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                  _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)))));
-    q.b[1] = _mm256_mul_ps(z, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
-                                  reinterpret_cast<const __m128i*>(b.scales + 8)))));
+    factors16(sc, true, 32.0f * q.d, q.b);
   }
 }
 
 template <DType T>
 constexpr int64_t kgroup_bytes() {
+  if constexpr (T == DType::kQ2_K) return sizeof(tensor::BlockQ2_K);
+  if constexpr (T == DType::kQ3_K) return sizeof(tensor::BlockQ3_K);
   if constexpr (T == DType::kQ4_K) return sizeof(tensor::BlockQ4_K);
   if constexpr (T == DType::kQ5_K) return sizeof(tensor::BlockQ5_K);
   return sizeof(tensor::BlockQ6_K);
@@ -287,6 +412,7 @@ constexpr int64_t kgroup_bytes() {
 
 template <DType T, int MR>
 STRATA_INLINE void kquant_row_tile(const MatmulArgs& a, const char* row, int64_t i0, int64_t j) {
+  static_assert(lowbit_x_block(T) == 256);
   __m256 acc[MR][2];
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   auto group = [&](int64_t g, int chain) {
@@ -326,9 +452,11 @@ STRATA_INLINE void kquant_row_tile(const MatmulArgs& a, const char* row, int64_t
   store_two_chains<MR>(acc, nullptr, a, i0, j);
 }
 
+// Types read as 256-value groups with 16-value sub-block scales (KGroup).
 template <DType T>
 constexpr bool is_kquant() {
-  return T == DType::kQ4_K || T == DType::kQ5_K || T == DType::kQ6_K;
+  return T == DType::kQ2_K || T == DType::kQ3_K || T == DType::kQ4_K || T == DType::kQ5_K ||
+         T == DType::kQ6_K;
 }
 
 template <DType T, int MR>
@@ -345,7 +473,7 @@ constexpr int64_t row_bytes_of(int64_t k) {
   if constexpr (is_kquant<T>()) {
     return k / 256 * kgroup_bytes<T>();
   } else {
-    return k / 32 * static_cast<int64_t>(sizeof(typename Block32<T>::B));
+    return k / 32 * bytes_per_32<T>();
   }
 }
 
@@ -415,12 +543,18 @@ void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_en
       return matmul_lowbit_typed<DType::kQ5_1>(a, n_begin, n_end);
     case DType::kIQ4_NL:
       return matmul_lowbit_typed<DType::kIQ4_NL>(a, n_begin, n_end);
+    case DType::kQ2_K:
+      return matmul_lowbit_typed<DType::kQ2_K>(a, n_begin, n_end);
+    case DType::kQ3_K:
+      return matmul_lowbit_typed<DType::kQ3_K>(a, n_begin, n_end);
     case DType::kQ4_K:
       return matmul_lowbit_typed<DType::kQ4_K>(a, n_begin, n_end);
     case DType::kQ5_K:
       return matmul_lowbit_typed<DType::kQ5_K>(a, n_begin, n_end);
     case DType::kQ6_K:
       return matmul_lowbit_typed<DType::kQ6_K>(a, n_begin, n_end);
+    case DType::kIQ4_XS:
+      return matmul_lowbit_typed<DType::kIQ4_XS>(a, n_begin, n_end);
     default:
       __builtin_trap();  // uses_lowbit_kernel() sends no other type here
   }

@@ -14,7 +14,7 @@
 //     the 32-value types with a zero point (Q4_0, Q5_0, IQ4_NL) turn it
 //     around: signed codes u - z against x + 128, seeded from the weights
 //     (pair_step).
-//     Q4_K, Q5_K and Q6_K instead quantize x per 256 values (one d_x per
+//     Q2_K, Q3_K, Q4_K, Q5_K and Q6_K instead quantize x per 256 values (one d_x per
 //     group, lowbit_x_block) and keep each group's sum in int32 with the
 //     integer sub-block scales (tile_kquant): vpmaddubsw + vpdpwssd per 64
 //     values, one conversion and FMA per group.
@@ -155,16 +155,54 @@ STRATA_INLINE void unpack_blocks32(const char* row, int64_t k, int64_t g, QGroup
 
 // ---- 256-value super-blocks: group g = block g ----
 
+// The 2-bit codes of a Q2_K / Q3_K group, values 64 z..: half z / 2 of qs,
+// bit pairs j0 (lower 32 values) and j0 + 1 (upper), j0 = 2 (z % 2).
+STRATA_INLINE void codes_2bit(const uint8_t* qs, __m512i (&u)[4]) {
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {
+    const int j0 = 2 * (z % 2);
+    __m512i v = _mm512_srli_epi16(dup32(qs + 32 * (z / 2)), 2 * j0);
+    v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 2);
+    u[z] = _mm512_and_si512(v, _mm512_set1_epi8(3));
+  }
+}
+
+// Q3_K's codes u in 0..7 (w = d s (u - 4)): the 2-bit codes plus 4 where
+// bit 4 (z / 2) + j of hmask[l] is set for value 128 (z / 2) + 32 j + l.
+STRATA_INLINE void codes_q3_k(const tensor::BlockQ3_K& b, __m512i (&u)[4]) {
+  codes_2bit(b.qs, u);
+  const __m512i hm = dup32(b.hmask);
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {
+    const int half = z / 2, j0 = 2 * (z % 2);
+    __mmask64 hb = bits_2x32(hm, 4 * half + j0, 4 * half + j0 + 1);
+    u[z] = _mm512_mask_add_epi8(u[z], hb, u[z], _mm512_set1_epi8(4));
+  }
+}
+
+// Q3_K's sixteen 6-bit scales minus 32 as int32 lanes (tensor::q3k_scales's
+// layout: low 4 bits in the nibbles of bytes 0-7, high 2 bits in bytes 8-11).
+STRATA_INLINE __m512i scales_q3_k(const tensor::BlockQ3_K& b) {
+  uint32_t w[3];
+  __builtin_memcpy(w, b.scales, 12);
+  const uint32_t four = 0x0f0f0f0fu, two = 0x03030303u;
+  const __m128i sc =
+      _mm_setr_epi32(static_cast<int>((w[0] & four) | (w[2] & two) << 4),
+                     static_cast<int>((w[1] & four) | ((w[2] >> 2) & two) << 4),
+                     static_cast<int>(((w[0] >> 4) & four) | ((w[2] >> 4) & two) << 4),
+                     static_cast<int>(((w[1] >> 4) & four) | ((w[2] >> 6) & two) << 4));
+  return _mm512_sub_epi32(_mm512_cvtepu8_epi32(sc), _mm512_set1_epi32(32));
+}
+
+// Q2_K's sixteen scales (low nibbles) and mins (high nibbles) as int32 lanes.
+STRATA_INLINE __m512i scales_q2_k(const tensor::BlockQ2_K& b) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+}
+
 STRATA_INLINE void unpack_q2_k(const char* row, int64_t g, QGroup& q) {
   const auto& b = reinterpret_cast<const tensor::BlockQ2_K*>(row)[g];
-#pragma GCC unroll 4
-  for (int z = 0; z < 4; ++z) {  // values 64 z..: half z / 2, shifts 2 j0 and 2 j0 + 2
-    const int j0 = 2 * (z % 2);
-    __m512i v = _mm512_srli_epi16(dup32(b.qs + 32 * (z / 2)), 2 * j0);
-    v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 2);
-    q.u[z] = _mm512_and_si512(v, _mm512_set1_epi8(3));
-  }
-  __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+  codes_2bit(b.qs, q.u);
+  const __m512i sc = scales_q2_k(b);
   q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)),
                       _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
   q.b = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.dmin)),
@@ -173,22 +211,8 @@ STRATA_INLINE void unpack_q2_k(const char* row, int64_t g, QGroup& q) {
 
 STRATA_INLINE void unpack_q3_k(const char* row, int64_t g, QGroup& q) {
   const auto& b = reinterpret_cast<const tensor::BlockQ3_K*>(row)[g];
-  const __m512i hm = dup32(b.hmask);
-#pragma GCC unroll 4
-  for (int z = 0; z < 4; ++z) {
-    const int half = z / 2, j0 = 2 * (z % 2);
-    __m512i v = _mm512_srli_epi16(dup32(b.qs + 32 * half), 2 * j0);
-    v = _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 2);
-    v = _mm512_and_si512(v, _mm512_set1_epi8(3));
-    __mmask64 hb = bits_2x32(hm, 4 * half + j0, 4 * half + j0 + 1);
-    q.u[z] = _mm512_mask_add_epi8(v, hb, v, _mm512_set1_epi8(4));
-  }
-  alignas(16) uint8_t sc[16];
-  tensor::q3k_scales(b.scales, sc);
-  __m512i s = _mm512_sub_epi32(
-      _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))),
-      _mm512_set1_epi32(32));
-  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm512_cvtepi32_ps(s));
+  codes_q3_k(b, q.u);
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm512_cvtepi32_ps(scales_q3_k(b)));
   q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(4.0f));
 }
 
@@ -539,7 +563,7 @@ void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0)
                      false);
 }
 
-// ---- Q4_K, Q5_K, Q6_K: x quantized per 256 values (lowbit_x_block) ----
+// ---- Q2_K ... Q6_K: x quantized per 256 values (lowbit_x_block) ----
 //
 // With one d_x per group, a group's dot product with an x row is
 //   d * d_x * Σ_j s_j Σ_{v in sub-block j} u_v q_v  -  Σ_j B_j d_x Σ_{16 values} q
@@ -589,17 +613,35 @@ STRATA_INLINE void unpack_kquant(const char* row, int64_t g, KGroup& q) {
     q.b = pairs(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(b.dmin))));
     q.d = _cvtsh_ss(b.d);
   } else {
-    static_assert(T == DType::kQ6_K);
     // Sub-block j = values [16 j, 16 j + 16): s[z] takes scale 4 z + L in
-    // 128-bit lane L; the zero point 32 goes into B.
-    const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
-    codes_q6_k(b, q.u);
-    const __m512i sc = scales_q6_k(b);
+    // 128-bit lane L. Q6_K's zero point 32 and Q3_K's 4 go into B, Q2_K's
+    // mins (dmin * the high nibbles) are B.
+    __m512i sc;
+    if constexpr (T == DType::kQ2_K) {
+      const auto& b = reinterpret_cast<const tensor::BlockQ2_K*>(row)[g];
+      codes_2bit(b.qs, q.u);
+      const __m512i packed = scales_q2_k(b);
+      sc = _mm512_and_si512(packed, _mm512_set1_epi32(15));
+      q.d = _cvtsh_ss(b.d);
+      q.b = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.dmin)),
+                          _mm512_cvtepi32_ps(_mm512_srli_epi32(packed, 4)));
+    } else if constexpr (T == DType::kQ3_K) {
+      const auto& b = reinterpret_cast<const tensor::BlockQ3_K*>(row)[g];
+      codes_q3_k(b, q.u);
+      sc = scales_q3_k(b);
+      q.d = _cvtsh_ss(b.d);
+      q.b = _mm512_mul_ps(_mm512_set1_ps(4.0f * q.d), _mm512_cvtepi32_ps(sc));
+    } else {
+      static_assert(T == DType::kQ6_K);
+      const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
+      codes_q6_k(b, q.u);
+      sc = scales_q6_k(b);
+      q.d = _cvtsh_ss(b.d);
+      q.b = _mm512_mul_ps(_mm512_set1_ps(32.0f * q.d), _mm512_cvtepi32_ps(sc));
+    }
     const __m512i sc16 = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(sc));
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) q.s[z] = _mm512_permutexvar_epi16(quarter_words(z), sc16);
-    q.d = _cvtsh_ss(b.d);
-    q.b = _mm512_mul_ps(_mm512_set1_ps(32.0f * q.d), _mm512_cvtepi32_ps(sc));
   }
 }
 

@@ -26,23 +26,6 @@ const KernelTable& active_kernels() {
 
 bool every_lowbit_type(tensor::DType t) { return tensor::is_low_bit_quant(t); }
 
-bool avx2_lowbit_type(tensor::DType t) {
-  using tensor::DType;
-  switch (t) {
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool q8_panels_in_use() {
   static const bool on =
       active_kernels().matmul_q8_panels_range != nullptr && cpu_features().avx512_vnni;

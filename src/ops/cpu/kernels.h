@@ -136,13 +136,17 @@ struct Q8GroupsOut {
 };
 
 // Values of x per int8 scale for the low-bit decode kernels on weights of
-// type t: 256 for Q4_K, Q5_K and Q6_K, whose kernels then sum each 256-value
-// group in int32 with the weight's integer sub-block scales and scale once
-// (as llama.cpp's Q8_K activations); 32 for the other types, whose kernels
-// scale every 32 values.
+// type t: 256 for the K-quants (Q2_K ... Q6_K), whose kernels then sum each
+// 256-value group in int32 with the weight's integer sub-block scales and
+// scale once (as llama.cpp's Q8_K activations); 32 for the other types
+// (IQ4_XS included: its signed levels against x would overflow vpmaddubsw's
+// int16 pairs as unsigned codes), whose kernels scale every 32 values.
 constexpr int64_t lowbit_x_block(tensor::DType t) {
-  return t == tensor::DType::kQ4_K || t == tensor::DType::kQ5_K || t == tensor::DType::kQ6_K ? 256
-                                                                                             : 32;
+  using tensor::DType;
+  return t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K ||
+                 t == DType::kQ6_K
+             ? 256
+             : 32;
 }
 
 // One unit of paged attention work: query rows [row_begin, row_end) of one
@@ -233,12 +237,9 @@ struct KernelTable {
   bool lowbit_needs_vnni;
 };
 
-// Predicates for KernelTable::lowbit_kernel_for (dispatch.cc, portable):
-// every tensor::is_low_bit_quant() type (the AVX-512 table), and the types
-// avx2_quant.cc has kernels for (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
-// Q6_K; Q2_K, Q3_K and IQ4_XS run the portable kernels there).
+// A predicate for KernelTable::lowbit_kernel_for (dispatch.cc, portable):
+// every tensor::is_low_bit_quant() type (the AVX-512 and AVX2 tables).
 bool every_lowbit_type(tensor::DType t);
-bool avx2_lowbit_type(tensor::DType t);
 
 const KernelTable& generic_kernels();
 // The AVX2 + FMA + F16C table (avx2.cc). Only call when avx2_supported().
