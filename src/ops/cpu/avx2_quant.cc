@@ -130,15 +130,15 @@ STRATA_INLINE __m256i block_codes(const typename Block32<T>::B& b) {
   }
 }
 
-// The codes and factors of 32-value block b of a row: codes in value order
-// (signed w - z for types with a zero point, else unsigned u), w = d * code
-// (- m for Q4_1, Q5_1).
+// The codes and factors of 32 values of a row (a 32-value block, or a
+// sub-block of IQ4_XS): codes in value order (signed w - z for types with a
+// zero point, else unsigned u), w = d * code (- m for Q4_1, Q5_1).
 struct Block32View {
   __m256i codes;
   float d, m;
 };
 
-// IQ4_XS block g's eight factors d * (6-bit scale - 32), one per 32 values
+// An IQ4_XS block's eight factors d * (6-bit scale - 32), one per 32 values
 // (scale ib: bits 4 ib.. of scales_l, bits 2 ib.. of scales_h on top).
 STRATA_INLINE void iq4_xs_factors(const tensor::BlockIQ4_XS& blk, float (&dw)[8]) {
   uint32_t low;
