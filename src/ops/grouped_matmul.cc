@@ -111,7 +111,7 @@ void prepare_x(Prepared& p, uint8_t* arena) {
       q.sum16 = reinterpret_cast<float*>(take(a.m * a.k_pad256 / 16 * 4));
       q.nsum4 = reinterpret_cast<int32_t*>(take(a.m * a.k_pad256 / 4 * 4));
       q.fsum4 = reinterpret_cast<float*>(take(a.m * a.k_pad256 / 4 * 4));
-      t.x_to_q8_groups(a.x, a.m, a.k, a.k_pad256, lowbit_x_block(a.w_dtype), q);
+      t.x_to_q8_groups(a.x, a.m, a.k, a.k_pad256, a.w_dtype, q);
       a.x_q8s = q.q;
       a.x_q8_scale = q.scale;
       a.x_q8_sum16 = q.sum16;

@@ -342,18 +342,17 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
     q.sum16 = scratch<float, 7>(m * kp / 16);
     q.nsum4 = scratch<int32_t, 8>(m * kp / 4);
     q.fsum4 = scratch<float, 9>(m * kp / 4);
-    const int64_t x_block = lowbit_x_block(w.dtype());
     if (m > kDecodeMaxRows) {
       pool.parallel_for(
           m,
           [&](int64_t b, int64_t e, int) {
             const Q8GroupsOut rows{q.q + b * kp, q.scale + b * kp / 4, q.sum16 + b * kp / 16,
                                    q.nsum4 + b * kp / 4, q.fsum4 + b * kp / 4};
-            t.x_to_q8_groups(x + b * a.k, e - b, a.k, kp, x_block, rows);
+            t.x_to_q8_groups(x + b * a.k, e - b, a.k, kp, w.dtype(), rows);
           },
           kDecodeMaxRows);
     } else {
-      t.x_to_q8_groups(x, m, a.k, kp, x_block, q);
+      t.x_to_q8_groups(x, m, a.k, kp, w.dtype(), q);
     }
     a.x_q8s = q.q;
     a.x_q8_scale = q.scale;

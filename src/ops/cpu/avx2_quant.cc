@@ -425,7 +425,8 @@ STRATA_INLINE void kquant_row_tile(const MatmulArgs& a, const char* row, int64_t
       const int64_t r = i0 + i;
       const int8_t* xq = a.x_q8s + r * a.k_pad256 + g * 256;
       auto part = [&](int z) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * z));
+        const __m256i xv = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(xq + 32 * lowbit_x_chunk_slot(T, z)));
         return _mm256_madd_epi16(_mm256_maddubs_epi16(q.u[z], xv), q.s[z]);
       };
       __m256i s0 = part(0), s1 = part(1);
@@ -560,8 +561,9 @@ void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_en
   }
 }
 
-void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256, int64_t x_block,
+void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256, DType w_dtype,
                          const Q8GroupsOut& out) {
+  const int64_t x_block = lowbit_x_block(w_dtype);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * k;
     int8_t* qr = out.q + r * k_pad256;
@@ -576,20 +578,21 @@ void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad2
       }
       const float d = b * 32 < k ? block_d : 0.0f;
       const __m256i q = b * 32 < k ? quantize32(xr + b * 32, d) : _mm256_setzero_si256();
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + b * 32), q);
-      _mm256_storeu_ps(sr + (b / 2) * 16 + (b % 2) * 8, _mm256_set1_ps(d));
+      const int64_t slot = b / 8 * 8 + lowbit_x_chunk_slot(w_dtype, b % 8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + slot * 32), q);
+      _mm256_storeu_ps(sr + (slot / 2) * 16 + (slot % 2) * 8, _mm256_set1_ps(d));
       int32_t half[2] = {0, 0};
       for (int v = 0; v < 32; ++v) {
-        const int32_t qv = qr[b * 32 + v];
+        const int32_t qv = qr[slot * 32 + v];
         half[v / 16] += qv;
         // Per 4 values, in the lane layout of a 64-value vpdpbusd step.
-        const int64_t lane = (b * 32 + v) / 4;
+        const int64_t lane = (slot * 32 + v) / 4;
         if (v % 4 == 0) n4[lane] = 0;
         n4[lane] -= qv;
       }
       s16[2 * b] = d * static_cast<float>(half[0]);
       s16[2 * b + 1] = d * static_cast<float>(half[1]);
-      for (int64_t lane = b * 8; lane < b * 8 + 8; ++lane) {
+      for (int64_t lane = slot * 8; lane < slot * 8 + 8; ++lane) {
         f4[lane] = static_cast<float>(-n4[lane]) * d;
       }
     }

@@ -14,8 +14,8 @@ namespace strata::ops::cpu {
 
 // Table entries defined in avx2_quant.cc (see KernelTable).
 void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
-void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256, int64_t x_block,
-                         const Q8GroupsOut& out);
+void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
+                         tensor::DType w_dtype, const Q8GroupsOut& out);
 
 namespace {
 

@@ -17,7 +17,9 @@
 //     Q2_K, Q3_K, Q4_K, Q5_K and Q6_K instead quantize x per 256 values (one d_x per
 //     group, lowbit_x_block) and keep each group's sum in int32 with the
 //     integer sub-block scales (tile_kquant): vpmaddubsw + vpdpwssd per 64
-//     values, one conversion and FMA per group.
+//     values, one conversion and FMA per group. Q2_K and Q3_K read their
+//     2-bit codes as the block stores them, in bit planes, against x stored
+//     in plane order (lowbit_x_chunk_slot): one shift and mask per 64 codes.
 //   prefill (m > 16): tiles of rows are dequantized to bf16 (A * u - B,
 //     rounded) for the bf16 GEMM, as Q8_0 does.
 // Each output is one accumulator chain over k in a fixed order, so results
@@ -49,12 +51,11 @@ alignas(16) constexpr uint8_t kZero16[16] = {};
 STRATA_INLINE __m512i nib_mask() { return _mm512_set1_epi8(0x0F); }
 
 // 64 codes from two 32-value blocks' nibble arrays: [lo(p0), hi(p0), lo(p1), hi(p1)].
+// Two broadcast loads, the second one masked into 128-bit lanes 2-3: no
+// cross-lane shuffle.
 STRATA_INLINE __m512i nibbles_2x16(const uint8_t* p0, const uint8_t* p1) {
-  __m256i two = _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1);
-  __m512i v = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0),
-                                       _mm512_castsi256_si512(two));
+  __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0)));
+  v = _mm512_mask_broadcast_i32x4(v, 0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)));
   v = _mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4);
   return _mm512_and_si512(v, nib_mask());
 }
@@ -180,18 +181,20 @@ STRATA_INLINE void codes_q3_k(const tensor::BlockQ3_K& b, __m512i (&u)[4]) {
   }
 }
 
-// Q3_K's sixteen 6-bit scales minus 32 as int32 lanes (tensor::q3k_scales's
-// layout: low 4 bits in the nibbles of bytes 0-7, high 2 bits in bytes 8-11).
-STRATA_INLINE __m512i scales_q3_k(const tensor::BlockQ3_K& b) {
-  uint32_t w[3];
-  __builtin_memcpy(w, b.scales, 12);
-  const uint32_t four = 0x0f0f0f0fu, two = 0x03030303u;
-  const __m128i sc =
-      _mm_setr_epi32(static_cast<int>((w[0] & four) | (w[2] & two) << 4),
-                     static_cast<int>((w[1] & four) | ((w[2] >> 2) & two) << 4),
-                     static_cast<int>(((w[0] >> 4) & four) | ((w[2] >> 4) & two) << 4),
-                     static_cast<int>(((w[1] >> 4) & four) | ((w[2] >> 6) & two) << 4));
-  return _mm512_sub_epi32(_mm512_cvtepu8_epi32(sc), _mm512_set1_epi32(32));
+// Q3_K's sixteen 6-bit scales minus 32 as int8 lanes 0-15 (tensor::q3k_scales's
+// layout: the low 4 bits of scale i are the low (i < 8) or high nibble of
+// byte i % 8, its high 2 bits are bits 2 (i / 4), + 1 of byte 8 + i % 4).
+STRATA_INLINE __m128i scales_q3_k(const tensor::BlockQ3_K& b) {
+  const __m128i v = _mm_maskz_loadu_epi8(0x0FFF, b.scales);
+  // byte i: the nibble of scale i in bits 0-3
+  const __m128i lo = _mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4));
+  // dword q = bytes 8-11 rotated left by 4 - 2 q: byte i's bits 4-5 are
+  // scale i's high bits
+  __m128i hi = _mm_rolv_epi32(_mm_shuffle_epi32(v, 0xAA), _mm_setr_epi32(4, 2, 0, 30));
+  hi = _mm_and_si128(hi, _mm_set1_epi8(0x30));
+  // (lo & 0x0F) | hi
+  const __m128i sc = _mm_ternarylogic_epi32(lo, hi, _mm_set1_epi8(0x0F), 0xEC);
+  return _mm_sub_epi8(sc, _mm_set1_epi8(32));
 }
 
 // Q2_K's sixteen scales (low nibbles) and mins (high nibbles) as int32 lanes.
@@ -212,7 +215,8 @@ STRATA_INLINE void unpack_q2_k(const char* row, int64_t g, QGroup& q) {
 STRATA_INLINE void unpack_q3_k(const char* row, int64_t g, QGroup& q) {
   const auto& b = reinterpret_cast<const tensor::BlockQ3_K*>(row)[g];
   codes_q3_k(b, q.u);
-  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), _mm512_cvtepi32_ps(scales_q3_k(b)));
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)),
+                      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(scales_q3_k(b))));
   q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(4.0f));
 }
 
@@ -311,12 +315,22 @@ STRATA_INLINE void unpack_iq4_xs(const char* row, int64_t g, QGroup& q) {
   for (int z = 0; z < 4; ++z) {
     q.u[z] = _mm512_shuffle_epi8(table, nibbles_2x16(b.qs + 32 * z, b.qs + 32 * z + 16));
   }
-  alignas(32) float sc[8];
-  for (int ib = 0; ib < 8; ++ib) {
-    int ls = ((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b.scales_h >> (2 * ib)) & 3) << 4);
-    sc[ib] = static_cast<float>(ls - 32);
-  }
-  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)), pairs(_mm256_load_ps(sc)));
+  // Lane i: the 6-bit scale of block i / 2, bits 4 (i / 2).. of scales_l
+  // below bits 2 (i / 2).. of scales_h.
+  uint32_t low;
+  __builtin_memcpy(&low, b.scales_l, 4);
+  const __m512i lo = _mm512_and_si512(
+      _mm512_srlv_epi32(
+          _mm512_set1_epi32(static_cast<int>(low)),
+          _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28)),
+      _mm512_set1_epi32(0xF));
+  const __m512i hi = _mm512_and_si512(
+      _mm512_srlv_epi32(_mm512_set1_epi32(b.scales_h),
+                        _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14)),
+      _mm512_set1_epi32(3));
+  const __m512i ls = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
+  q.a = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)),
+                      _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
   q.b = _mm512_mul_ps(q.a, _mm512_set1_ps(128.0f));
 }
 
@@ -574,8 +588,8 @@ void tile_lowbit(const MatmulArgs& a, int64_t row_bytes, int64_t i0, int64_t j0)
 
 // A group as codes, integer scales and factors: w = d * s * u - B.
 struct KGroup {
-  __m512i u[4];  // codes of values [64 z, 64 z + 64)
-  __m512i s[4];  // int16 lane p of s[z]: the scale of values 64 z + 2 p, + 1
+  __m512i u[4];  // codes of x's slots 2 z, 2 z + 1 (values [64 z, 64 z + 64), or plane z)
+  __m512i s[4];  // int16 lane p of s[z]: the scale of u[z]'s bytes 2 p, 2 p + 1
   __m512 b;      // lane j: B of values [16 j, 16 j + 16)
   float d;
 };
@@ -588,14 +602,33 @@ STRATA_INLINE __m512i word_from_bytes(int lo, int hi) {
   return _mm512_inserti64x4(_mm512_set1_epi32(wl), _mm256_set1_epi32(wh), 1);
 }
 
-// int16 lanes 8 L .. 8 L + 7 take lane 4 z + L of v (L = 0..3).
-STRATA_INLINE __m512i quarter_words(int z) {
-  const short a = static_cast<short>(4 * z);
-  const __m128i w0 = _mm_set1_epi16(a), w1 = _mm_set1_epi16(static_cast<short>(a + 1));
-  const __m128i w2 = _mm_set1_epi16(static_cast<short>(a + 2));
-  const __m128i w3 = _mm_set1_epi16(static_cast<short>(a + 3));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(w1, w0)),
-                            _mm256_set_m128i(w3, w2), 1);
+// Plane j (= 0..3) of a Q2_K / Q3_K block's 2-bit codes, against x's slots
+// 2 j, 2 j + 1 (lowbit_x_chunk_slot): byte 32 h + l is bits 2 j, 2 j + 1 of
+// qs[32 h + l], the code of value 128 h + 32 j + l.
+STRATA_INLINE void planes_2bit(const uint8_t* qs, __m512i (&u)[4]) {
+  const __m512i v = _mm512_loadu_si512(qs);
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    u[j] = _mm512_and_si512(_mm512_srli_epi16(v, 2 * j), _mm512_set1_epi8(3));
+  }
+}
+
+// Q3_K's codes in planes (u in 0..7, w = d s (u - 4)): plus 4 where bit
+// 4 h + j of hmask[l] is set.
+STRATA_INLINE void planes_q3_k(const tensor::BlockQ3_K& b, __m512i (&u)[4]) {
+  planes_2bit(b.qs, u);
+  // Byte 32 h + l, bit j (j = 0..3): bit 4 h + j of hmask[l] (the upper half
+  // shifted down by 4 in 16-bit words; only bits 0-3 of a byte are used).
+  __m512i hm = dup32(b.hmask);
+  hm = _mm512_mask_srli_epi16(hm, 0xFFFF0000u, hm, 4);
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    // bit j moved to bit 2, then u | (that & 4)
+    const __m512i at2 = j < 2    ? _mm512_slli_epi16(hm, 2 - j)
+                        : j == 2 ? hm
+                                 : _mm512_srli_epi16(hm, 1);
+    u[j] = _mm512_ternarylogic_epi32(u[j], at2, _mm512_set1_epi8(4), 0xF8);
+  }
 }
 
 template <DType T>
@@ -613,35 +646,53 @@ STRATA_INLINE void unpack_kquant(const char* row, int64_t g, KGroup& q) {
     q.b = pairs(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(b.dmin))));
     q.d = _cvtsh_ss(b.d);
   } else {
-    // Sub-block j = values [16 j, 16 j + 16): s[z] takes scale 4 z + L in
-    // 128-bit lane L. Q6_K's zero point 32 and Q3_K's 4 go into B, Q2_K's
-    // mins (dmin * the high nibbles) are B.
-    __m512i sc;
+    // Sub-block i = values [16 i, 16 i + 16).
+    __m128i s8;  // the 16 integer scales as int8
     if constexpr (T == DType::kQ2_K) {
       const auto& b = reinterpret_cast<const tensor::BlockQ2_K*>(row)[g];
-      codes_2bit(b.qs, q.u);
-      const __m512i packed = scales_q2_k(b);
-      sc = _mm512_and_si512(packed, _mm512_set1_epi32(15));
+      planes_2bit(b.qs, q.u);
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+      s8 = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
+      const __m128i mins = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F));
       q.d = _cvtsh_ss(b.d);
+      // Q2_K's mins (dmin * the high nibbles) are B.
       q.b = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.dmin)),
-                          _mm512_cvtepi32_ps(_mm512_srli_epi32(packed, 4)));
+                          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mins)));
     } else if constexpr (T == DType::kQ3_K) {
       const auto& b = reinterpret_cast<const tensor::BlockQ3_K*>(row)[g];
-      codes_q3_k(b, q.u);
-      sc = scales_q3_k(b);
+      planes_q3_k(b, q.u);
+      s8 = scales_q3_k(b);
       q.d = _cvtsh_ss(b.d);
-      q.b = _mm512_mul_ps(_mm512_set1_ps(4.0f * q.d), _mm512_cvtepi32_ps(sc));
+      // The zero point 4 goes into B.
+      q.b = _mm512_mul_ps(_mm512_set1_ps(4.0f * q.d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)));
     } else {
       static_assert(T == DType::kQ6_K);
       const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(row)[g];
       codes_q6_k(b, q.u);
-      sc = scales_q6_k(b);
+      s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
       q.d = _cvtsh_ss(b.d);
-      q.b = _mm512_mul_ps(_mm512_set1_ps(32.0f * q.d), _mm512_cvtepi32_ps(sc));
+      // The zero point 32 goes into B.
+      q.b =
+          _mm512_mul_ps(_mm512_set1_ps(32.0f * q.d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)));
     }
-    const __m512i sc16 = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(sc));
+    // Q6_K: u[z] holds values [64 z, 64 z + 64), sub-block 4 z + L in
+    // 128-bit lane L. Q2_K / Q3_K: u[z] is plane z, whose lane L holds
+    // values 128 (L / 2) + 32 z + 16 (L % 2) + [0, 16): sub-block
+    // 8 (L / 2) + 2 z + L % 2. Bytes 4 L + z of `by_lane` are those scales,
+    // so int32 lanes 4 L + z of `wide` are, and s[z] repeats int32 lane
+    // 4 L + z's low word across lane L (vpshufb, in-lane).
+    const __m128i by_lane = _mm_shuffle_epi8(
+        s8, T == DType::kQ6_K
+                ? _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+                : _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15));
+    const __m512i wide = _mm512_cvtepi8_epi32(by_lane);
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) q.s[z] = _mm512_permutexvar_epi16(quarter_words(z), sc16);
+    for (int z = 0; z < 4; ++z) {
+      const char lo = static_cast<char>(4 * z), hi = static_cast<char>(4 * z + 1);
+      q.s[z] = _mm512_shuffle_epi8(
+          wide, _mm512_broadcast_i32x4(
+                    _mm_setr_epi8(lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi)));
+    }
   }
 }
 
@@ -813,8 +864,9 @@ void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
   dispatch_lowbit<DequantLowbit>(a.w_dtype, a, j0, rows, k0, kc, out, out_stride);
 }
 
-void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
-                           int64_t x_block, const Q8GroupsOut& out) {
+void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256, DType w_dtype,
+                           const Q8GroupsOut& out) {
+  const int64_t x_block = lowbit_x_block(w_dtype);
   const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * k;
@@ -841,9 +893,10 @@ void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pa
         sum0 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q0));
         sum1 = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q1));
       }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32), q0);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32 + 16), q1);
-      _mm256_storeu_ps(sr + (b / 2) * 16 + (b % 2) * 8, _mm256_set1_ps(d));
+      const int64_t slot = b / 8 * 8 + lowbit_x_chunk_slot(w_dtype, b % 8);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + slot * 32), q0);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + slot * 32 + 16), q1);
+      _mm256_storeu_ps(sr + (slot / 2) * 16 + (slot % 2) * 8, _mm256_set1_ps(d));
       s16[2 * b] = d * static_cast<float>(sum0);
       s16[2 * b + 1] = d * static_cast<float>(sum1);
     }

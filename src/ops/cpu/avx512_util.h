@@ -20,7 +20,7 @@ void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
 // Table entries defined in avx512_quant.cc (see KernelTable).
 void avx512_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
-                           int64_t x_block, const Q8GroupsOut& out);
+                           tensor::DType w_dtype, const Q8GroupsOut& out);
 // Table entries defined in avx512_q8_panels.cc (see KernelTable).
 void avx512_matmul_q8_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx512_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,

@@ -120,13 +120,16 @@ struct MatmulArgs {
 
 // Where x_to_q8_groups writes x [rows, k] quantized per x_block (32 or 256)
 // values (zero past k, up to k_pad256):
-//   q      [rows, k_pad256]      int8, round-to-nearest-even(x / d)
+//   q      [rows, k_pad256]      int8, round-to-nearest-even(x / d), each
+//                                256-value group's 32-value chunks in the
+//                                order of lowbit_x_chunk_slot()
 //   scale  [rows, k_pad256 / 4]  f32: per 64 values, lanes 0-7 = d of the
 //                                first 32 values, lanes 8-15 = of the second
 //   sum16  [rows, k_pad256 / 16] f32: d * Σ q over each 16 values
 //   nsum4  [rows, k_pad256 / 4]  int32: -Σ q over each 4 values
 //   fsum4  [rows, k_pad256 / 4]  f32: d * Σ q over each 4 values
-// (lane l of a 64-value step covers values 4 l .. 4 l + 3, as vpdpbusd sums).
+// (lane l of a 64-value step covers values 4 l .. 4 l + 3, as vpdpbusd sums;
+// scale, nsum4 and fsum4 follow q's order, sum16 the values' own order).
 struct Q8GroupsOut {
   int8_t* q;
   float* scale;
@@ -147,6 +150,18 @@ constexpr int64_t lowbit_x_block(tensor::DType t) {
                  t == DType::kQ6_K
              ? 256
              : 32;
+}
+
+// Where chunk c (values [32 c, 32 c + 32), c = 0..7) of a 256-value group of
+// x sits in Q8GroupsOut::q, for weights of type t. Q2_K and Q3_K keep their
+// 2-bit codes in planes: value 128 h + 32 j + l is bits 2 j, 2 j + 1 of
+// qs[32 h + l] (h = 0, 1; j, the plane, = 0..3), so one load of a block's 64
+// qs bytes, shifted by 2 j and masked, is plane j: chunks 4 h + j for h = 0, 1.
+// x stores chunk 4 h + j at slot 2 j + h, so a plane meets 64 consecutive
+// bytes of q. Every other type: slot c.
+constexpr int64_t lowbit_x_chunk_slot(tensor::DType t, int64_t c) {
+  using tensor::DType;
+  return t == DType::kQ2_K || t == DType::kQ3_K ? 2 * (c % 4) + c / 4 : c;
 }
 
 // One unit of paged attention work: query rows [row_begin, row_end) of one
@@ -210,11 +225,12 @@ struct KernelTable {
   // uses_lowbit_kernel() says so (m <= kDecodeMaxRows on a table with a
   // prefill GEMM, every m on one without).
   void (*matmul_lowbit_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
-  // Quantizes x[rows, k] per x_block (32 or 256; a last block may end at
-  // k) values into `out` (see Q8GroupsOut): d = max|x| / 127 over the block,
-  // q = round-to-nearest-even(x * (1 / d)).
-  void (*x_to_q8_groups)(const float* x, int64_t rows, int64_t k, int64_t k_pad256, int64_t x_block,
-                         const Q8GroupsOut& out);
+  // Quantizes x[rows, k] for weights of type w_dtype per
+  // lowbit_x_block(w_dtype) values (a last block may end at k) into `out`
+  // (see Q8GroupsOut; chunks in lowbit_x_chunk_slot(w_dtype) order):
+  // d = max|x| / 127 over the block, q = round-to-nearest-even(x * (1 / d)).
+  void (*x_to_q8_groups)(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
+                         tensor::DType w_dtype, const Q8GroupsOut& out);
   // One paged attention item: writes its rows of b.out. scratch holds
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
