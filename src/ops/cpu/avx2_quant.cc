@@ -569,8 +569,6 @@ void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad2
     int8_t* qr = out.q + r * k_pad256;
     float* sr = out.scale + r * (k_pad256 / 4);
     float* s16 = out.sum16 + r * (k_pad256 / 16);
-    int32_t* n4 = out.nsum4 + r * (k_pad256 / 4);
-    float* f4 = out.fsum4 + r * (k_pad256 / 4);
     float block_d = 0.0f;
     for (int64_t b = 0; b < k_pad256 / 32; ++b) {
       if (b * 32 % x_block == 0 && b * 32 < k) {  // d of values [32 b, min(32 b + x_block, k))
@@ -582,19 +580,9 @@ void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad2
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + slot * 32), q);
       _mm256_storeu_ps(sr + (slot / 2) * 16 + (slot % 2) * 8, _mm256_set1_ps(d));
       int32_t half[2] = {0, 0};
-      for (int v = 0; v < 32; ++v) {
-        const int32_t qv = qr[slot * 32 + v];
-        half[v / 16] += qv;
-        // Per 4 values, in the lane layout of a 64-value vpdpbusd step.
-        const int64_t lane = (slot * 32 + v) / 4;
-        if (v % 4 == 0) n4[lane] = 0;
-        n4[lane] -= qv;
-      }
+      for (int v = 0; v < 32; ++v) half[v / 16] += qr[slot * 32 + v];
       s16[2 * b] = d * static_cast<float>(half[0]);
       s16[2 * b + 1] = d * static_cast<float>(half[1]);
-      for (int64_t lane = slot * 8; lane < slot * 8 + 8; ++lane) {
-        f4[lane] = static_cast<float>(-n4[lane]) * d;
-      }
     }
   }
 }

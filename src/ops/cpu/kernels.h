@@ -128,6 +128,8 @@ struct MatmulArgs {
 //   sum16  [rows, k_pad256 / 16] f32: d * Σ q over each 16 values
 //   nsum4  [rows, k_pad256 / 4]  int32: -Σ q over each 4 values
 //   fsum4  [rows, k_pad256 / 4]  f32: d * Σ q over each 4 values
+//   (nsum4 and fsum4 only on the AVX-512 table, whose 32-value kernels read
+//   them; the AVX2 table's kernels do not, and it leaves them unwritten)
 // (lane l of a 64-value step covers values 4 l .. 4 l + 3, as vpdpbusd sums;
 // scale, nsum4 and fsum4 follow q's order, sum16 the values' own order).
 struct Q8GroupsOut {
