@@ -266,11 +266,12 @@ BENCHMARK(BM_Matmul)->Apply([](benchmark::internal::Benchmark* b) {
 // multiple of 256: the Qwen2.5-0.5B down projection and llama.cpp's
 // test-backend-ops shape. Q5_0 is what llama-quantize's Q4_K_M writes for rows
 // whose k is not a multiple of 256; Q2_K, Q3_K and IQ4_XS are the main types of
-// llama-quantize's Q2_K, Q3_K_M and IQ4_XS files.
+// llama-quantize's Q2_K, Q3_K_M and IQ4_XS files; IQ4_NL (like Q4_0, kept in
+// panels on AVX512-VNNI) is what IQ4_XS files hold where k is not.
 BENCHMARK(BM_Matmul)->Apply([](benchmark::internal::Benchmark* b) {
   for (int64_t m : {1, 16, 512}) {
     for (DType dtype : {DType::kQ4_0, DType::kQ5_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
-                        DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
+                        DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS, DType::kIQ4_NL}) {
       for (auto [n, k] : {std::pair<int64_t, int64_t>{896, 4864}, kPeerShape}) {
         b->Args({static_cast<int64_t>(dtype), m, n, k, 0});
       }

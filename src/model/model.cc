@@ -80,9 +80,9 @@ Status Model::prepare_lm_head() {
   const WeightSource& w = files_.weights;
   if (c.tie_word_embeddings && !w.has("lm_head.weight")) {
     lm_head_ = ops::MatmulWeight::prepare(embed_tokens_.table());
-    // Q8_0 in panels: the head reads those; the table's pages come back row
+    // Weights in panels: the head reads those; the table's pages come back row
     // by row as tokens are looked up.
-    if (lm_head_.q8_panels() != nullptr) w.release_pages(embed_tokens_.table());
+    if (lm_head_.panels() != nullptr) w.release_pages(embed_tokens_.table());
     return Status();
   }
   STRATA_ASSIGN_OR_RETURN(lm_head_, load_linear(w, "lm_head.weight", c.vocab_size, c.hidden_size));

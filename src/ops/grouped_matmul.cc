@@ -24,7 +24,7 @@ static_assert(kGroupedMaxRows <= kDecodeMaxRows);
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-enum class Kind { kLowbit, kQ8Panels, kQ8, kBf16, kF32, kPrefill };
+enum class Kind { kLowbit, kPanels, kQ8, kBf16, kF32, kPrefill };
 
 // One matmul with its activations prepared (on the calling thread) as
 // run_matmul prepares them, and the kernel table and range kernel it uses.
@@ -45,12 +45,12 @@ void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel k
       (!tensor::is_quantized(dtype) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
   p.grain = kGrain;
   set_decode_variant(kernel, &p.a);
-  if (uses_lowbit_kernel(t, dtype, m)) {
+  if (uses_panels(t, p.a.w_panels, m, kernel)) {
+    p.table = &t;
+    p.kind = Kind::kPanels;
+  } else if (uses_lowbit_kernel(t, dtype, m)) {
     p.table = &t;
     p.kind = Kind::kLowbit;
-  } else if (uses_q8_panels(t, p.a.w_panels, m, kernel)) {
-    p.table = &t;
-    p.kind = Kind::kQ8Panels;
   } else if (tensor::is_low_bit_quant(dtype) && !prefill && &t != &generic_kernels()) {
     choose(generic_kernels(), dtype, m, MatmulKernel::kStatic, p);
   } else if (uses_q8_activations(t, dtype, m) && kernel != MatmulKernel::kOwnExact) {
@@ -75,7 +75,7 @@ int64_t prepared_bytes(const Prepared& p) {
       return round_up(m * kp, 64) + 3 * round_up(m * kp / 4 * 4, 64) +
              round_up(m * kp / 16 * 4, 64);
     }
-    case Kind::kQ8Panels:
+    case Kind::kPanels:
       return round_up(m * p.a.k, 64) + 2 * round_up(m * p.a.k / 32 * 4, 64);
     case Kind::kQ8: {
       const int64_t kp = round_up(p.a.k, 64);
@@ -119,7 +119,7 @@ void prepare_x(Prepared& p, uint8_t* arena) {
       a.x_q8_fsum4 = q.fsum4;
       break;
     }
-    case Kind::kQ8Panels: {
+    case Kind::kPanels: {
       auto* xq = reinterpret_cast<int8_t*>(take(a.m * a.k));
       auto* xd = reinterpret_cast<float*>(take(a.m * a.k / 32 * 4));
       auto* xc = reinterpret_cast<int32_t*>(take(a.m * a.k / 32 * 4));
@@ -194,11 +194,11 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
     p.a.k_pad = round_up(g.w->k(), 32);
     p.a.w = g.w->view().data;
     p.a.w_dtype = g.w->dtype();
-    if (reads_q8_panels(t)) p.a.w_panels = g.w->q8_panels();
+    if (reads_panels(t, p.a.w_dtype)) p.a.w_panels = g.w->panels();
     p.a.y = g.y;
     choose(t, p.a.w_dtype, p.a.m, chosen_matmul_kernel(p.a.w_dtype, p.a.n, p.a.k, p.a.m), p);
     // Every path of a table that reads panels takes them. run_matmul's row
-    // fallback (other tables, the exact kernel on a fused Q8_0 weight) is
+    // fallback (other tables, the exact kernel on a fused weight) is
     // not offered here: grouped calls run the active table with calibrated
     // kernels, which never need rows of such a weight.
     STRATA_CHECK(p.a.w != nullptr || (p.a.w_panels != nullptr && p.kind != Kind::kF32))
@@ -240,8 +240,8 @@ void run_range(const Prepared& p, int64_t b, int64_t e) {
     case Kind::kLowbit:
       t.matmul_lowbit_range(p.a, b, e);
       return;
-    case Kind::kQ8Panels:
-      t.matmul_q8_panels_range(p.a, b, e);
+    case Kind::kPanels:
+      t.matmul_panels_range(p.a, b, e);
       return;
     case Kind::kQ8:
       t.matmul_q8q8_range(p.a, b, e);

@@ -18,7 +18,7 @@
 #include "base/check.h"
 #include "base/mapped_file.h"
 #include "ops/cpu/kernels.h"
-#include "ops/cpu/q8_panels.h"
+#include "ops/cpu/panels.h"
 #include "tensor/tensor_view.h"
 
 namespace strata::ops {
@@ -92,7 +92,7 @@ class ScratchTimer {
     }
     if (static_cast<int64_t>(y_.size()) < m * rows) y_.resize(static_cast<size_t>(m * rows));
     // The probe weight is prepared once per shape: every round of every
-    // candidate times the same one (Q8_0 would otherwise be repacked each time).
+    // candidate times the same one (panels would otherwise be repacked each time).
     if (w_.n() != rows || w_.k() != c.k || w_.dtype() != c.dtype) {
       w_ = MatmulWeight::prepare_unlisted({region_.data(), c.dtype, {rows, c.k}});
     }
@@ -101,9 +101,9 @@ class ScratchTimer {
       // Out of every cache level first, so the call streams it from DRAM as
       // a decode step does (the whole model does not fit in cache).
       cpu::evict_from_caches(region_.data(), bytes);
-      // Q8_0 in panels: the kernel reads the copy prepare just wrote.
-      if (w.q8_panels() != nullptr) {
-        cpu::evict_from_caches(w.q8_panels(), cpu::q8_panel_count(rows) * cpu::q8_panel_bytes(c.k));
+      // A weight in panels: the kernel reads the copy prepare just wrote.
+      if (w.panels() != nullptr) {
+        cpu::evict_from_caches(w.panels(), cpu::panel_count(rows) * cpu::panel_bytes(c.dtype, c.k));
       }
     }
     // Prefill probes run on this thread alone: a probe of a few hundred rows

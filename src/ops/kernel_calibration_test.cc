@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -29,6 +30,7 @@ namespace {
 using tensor::DType;
 using testing::normalized_error;
 using testing::random_floats;
+using testing::random_stored_weight;
 using testing::store_weight;
 using testing::StoredWeight;
 
@@ -177,13 +179,23 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
     EXPECT_NE(c, MatmulKernel::kOwnFourRows);
   }
   // Q8_0 in panels: the panel kernel alone (the exact kernel reads rows).
-  if (cpu::reads_q8_panels(cpu::active_kernels())) {
+  if (cpu::reads_panels(cpu::active_kernels(), tensor::DType::kQ8_0)) {
     EXPECT_EQ(matmul_candidates({DType::kQ8_0, 896, 896, MatmulRegime::kDecode}),
               std::vector<MatmulKernel>{MatmulKernel::kOwn});
     if (cpu::onednn_enabled()) {
       EXPECT_EQ(matmul_candidates({DType::kQ8_0, 896, 896, MatmulRegime::kPrefill}),
                 (std::vector<MatmulKernel>{MatmulKernel::kOwnInt8, MatmulKernel::kOnednn,
                                            MatmulKernel::kOwn}));
+    }
+  }
+  // Q4_0, IQ4_NL and Q5_0 in panels: the panel kernel, or oneDNN on tiles from them.
+  for (DType dtype : {DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0}) {
+    if (!cpu::reads_panels(cpu::active_kernels(), dtype)) continue;
+    EXPECT_EQ(matmul_candidates({dtype, 896, 896, MatmulRegime::kDecode}),
+              std::vector<MatmulKernel>{MatmulKernel::kOwn});
+    if (cpu::onednn_enabled()) {
+      EXPECT_EQ(matmul_candidates({dtype, 896, 896, MatmulRegime::kPrefill}),
+                (std::vector<MatmulKernel>{MatmulKernel::kOwnInt8, MatmulKernel::kOnednn}));
     }
   }
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ4_K}) {
@@ -193,14 +205,22 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
   }
 }
 
-// Q8_0 in panels, prefill with own-int8 (and the static choice, which is
-// it): each row has the bits it gets decoded alone, so a token's logits do
-// not depend on whether it was prefilled or decoded, nor on the step's size.
-TEST_F(CalibrationTest, Q8PrefillOnPanelsHasTheDecodeBits) {
-  if (!cpu::reads_q8_panels(cpu::active_kernels())) GTEST_SKIP() << "no Q8_0 panels here";
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 96}, {130, 1088}}) {
+// Weights in panels (Q8_0, Q4_0, IQ4_NL, Q5_0), prefill with own-int8 (and the
+// static choice, which is it): each row has the bits it gets decoded alone,
+// so a token's logits do not depend on whether it was prefilled or decoded,
+// nor on the step's size.
+TEST_F(CalibrationTest, PrefillOnPanelsHasTheDecodeBits) {
+  if (!cpu::reads_panels(cpu::active_kernels(), DType::kQ8_0)) GTEST_SKIP() << "no panels here";
+  for (auto [dtype, n, k] : {std::tuple<DType, int64_t, int64_t>{DType::kQ8_0, 67, 96},
+                             {DType::kQ8_0, 130, 1088},
+                             {DType::kQ4_0, 67, 96},
+                             {DType::kQ4_0, 130, 1088},
+                             {DType::kIQ4_NL, 130, 1088},
+                             {DType::kQ5_0, 67, 96},
+                             {DType::kQ5_0, 130, 1088}}) {
+    SCOPED_TRACE(tensor::dtype_name(dtype));
     const int64_t m = 41;
-    StoredWeight s = store_weight(random_floats(n * k, 61), n, k, DType::kQ8_0);
+    StoredWeight s = random_stored_weight(dtype, n, k, 61);
     MatmulWeight w = MatmulWeight::prepare(s.view);
     std::vector<float> x = random_floats(m * k, 62), bias = random_floats(n, 63);
     for (MatmulKernel kernel : {MatmulKernel::kOwnInt8, MatmulKernel::kStatic}) {

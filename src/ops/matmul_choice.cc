@@ -105,9 +105,10 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
     // Only the AVX-512 kernels have the tile variants (the others ignore
     // MatmulArgs' variant fields).
     const bool avx512 = &t == cpu::avx512_kernels();
-    // Q8_0 in panels: one kernel (the exact f32 one reads rows, which a fused
-    // weight there no longer has, and measured 0.3-0.6x of int8 anyway).
-    if (cls.dtype == DType::kQ8_0 && cpu::reads_q8_panels(t)) return {MatmulKernel::kOwn};
+    // Weights in panels: one kernel (the exact f32 one reads rows, which a
+    // fused weight there no longer has, and measured 0.3-0.6x of int8 on
+    // Q8_0 anyway).
+    if (cpu::reads_panels(t, cls.dtype)) return {MatmulKernel::kOwn};
     if (cpu::uses_q8_activations(t, cls.dtype, 1)) {
       return {MatmulKernel::kOwn, MatmulKernel::kOwnExact};
     }
@@ -126,10 +127,17 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
     // Q8_0 in panels: the int8 kernel first, 1.2-1.7x oneDNN's bf16 GEMM on
     // the dequantized tiles per thread on Zen 5 (BENCHMARKS.md, "Q8_0
     // prefill on the panels").
-    if (cls.dtype == DType::kQ8_0 && cpu::reads_q8_panels(t)) {
+    if (cls.dtype == DType::kQ8_0 && cpu::reads_panels(t, cls.dtype)) {
       return {MatmulKernel::kOwnInt8, MatmulKernel::kOnednn, MatmulKernel::kOwn};
     }
     return {MatmulKernel::kOnednn, MatmulKernel::kOwn};
+  }
+  // Low-bit types in panels (Q4_0, IQ4_NL, Q5_0): the int8 kernel on the panels,
+  // or oneDNN on bf16 tiles made from them (there is no own bf16 candidate:
+  // low-bit kOwn prefill is the portable exact kernel).
+  if (cpu::reads_panels(t, cls.dtype) && t.matmul_prefill_range != nullptr &&
+      cpu::onednn_enabled()) {
+    return {MatmulKernel::kOwnInt8, MatmulKernel::kOnednn};
   }
   // Low-bit quantized prefill has no own AVX-512 GEMM (only the portable
   // exact kernel, several times slower), F16 no oneDNN one: one candidate.

@@ -16,6 +16,7 @@
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
 #include "tensor/dtype.h"
+#include "tensor/quant_testing.h"
 #include "tensor/tensor_view.h"
 
 namespace strata::ops::testing {
@@ -49,6 +50,19 @@ inline StoredWeight store_weight(const std::vector<float>& w, int64_t n, int64_t
   if (dtype == tensor::DType::kQ8_0) {
     tensor::quantize_q8_0(w.data(), n * k, reinterpret_cast<tensor::BlockQ8_0*>(s.bytes.data()));
   }
+  s.view = {s.bytes.data(), dtype, {n, k}};
+  return s;
+}
+
+// A weight [n, k] of any dtype store_weight takes from random values
+// (seeded), or of a low-bit GGUF type as random blocks
+// (tensor::testing::random_quantized).
+inline StoredWeight random_stored_weight(tensor::DType dtype, int64_t n, int64_t k, uint32_t seed) {
+  if (!tensor::is_low_bit_quant(dtype))
+    return store_weight(random_floats(n * k, seed), n, k, dtype);
+  StoredWeight s;
+  const std::string blocks = tensor::testing::random_quantized(dtype, n * k, seed);
+  s.bytes.assign(blocks.begin(), blocks.end());
   s.view = {s.bytes.data(), dtype, {n, k}};
   return s;
 }

@@ -5,16 +5,17 @@
 //   - Work is split over n (weight rows) across the pool in multiples of 16
 //     rows, so each thread streams its own weight rows once for all m rows
 //     of x (decode GEMV amortises weight reads over the batch).
-//   - Q8_0 with m <= 16 on AVX512-VNNI CPUs: weights repacked at load into
-//     16-row panels (cpu/q8_panels.h), x quantized to int8 per 32-block once
-//     per call (as llama.cpp does), exact vpdpbusd int32 block sums for 16
-//     outputs at a time, scaled by d_x * d_w; the prefill's bf16 tiles are
-//     read from the panels too. AVX2 CPUs: rows, per-lane int32 sums scaled alike.
+//   - Q8_0, Q4_0, Q5_0 and IQ4_NL on AVX512-VNNI CPUs: weights repacked at
+//     load into 16-row panels (cpu/panels.h), x quantized to int8 per
+//     32-block once per call (as llama.cpp does), exact vpdpbusd int32 block
+//     sums for 16 outputs at a time, scaled by d_x * d_w, at every m unless
+//     calibration chose bf16 tiles for prefill (then read from the panels
+//     too). AVX2 CPUs (Q8_0): rows, per-lane int32 sums scaled alike.
 //   - F32/F16 weights and Q8_0 with m <= 16 otherwise: f32 FMA, weights
 //     widened exactly.
 //   - BF16 weights (any m) and Q8_0 with m > 16: x rounded to bf16 once per
 //     call, bf16 products with f32 sums; Q8_0 prefill rounds q*d to bf16.
-//   - Low-bit GGUF types (Q4_0 ... Q6_K, IQ4_*) with m <= 16 on AVX512-VNNI
+//   - Other low-bit GGUF types (Q4_1, Q5_1, K-quants, IQ4_XS) with m <= 16 on AVX512-VNNI
 //     CPUs: x quantized to int8 per 32 values once per call, vpdpbusd of the
 //     weights' unsigned codes with x (avx512_quant.cc); m > 16: tiles
 //     dequantized to bf16 for the prefill GEMM. Tables without those kernels
@@ -35,7 +36,7 @@
 #include "base/mapped_file.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/onednn_gemm.h"
-#include "ops/cpu/q8_panels.h"
+#include "ops/cpu/panels.h"
 #include "ops/matmul_choice.h"
 
 namespace strata::ops {
@@ -64,37 +65,34 @@ MatmulWeight MatmulWeight::prepare_unlisted(const tensor::TensorView& w) {
   out.view_ = w;
   out.n_ = w.dim(0);
   out.k_ = w.dim(1);
-  if (w.dtype == DType::kQ8_0 && w.data != nullptr && cpu::q8_panels_in_use()) {
-    out.pack_q8_panels({{static_cast<const tensor::BlockQ8_0*>(w.data), out.n_}});
-  }
+  if (w.data != nullptr && cpu::panels_in_use(w.dtype)) out.pack_panels({{w.data, out.n_}});
   return out;
 }
 
-void MatmulWeight::pack_q8_panels(const std::vector<cpu::Q8Rows>& parts) {
-  const int64_t bytes = cpu::q8_panel_count(n_) * cpu::q8_panel_bytes(k_);
+void MatmulWeight::pack_panels(const std::vector<cpu::PanelRows>& parts) {
+  const int64_t bytes = cpu::panel_count(n_) * cpu::panel_bytes(dtype(), k_);
   // 2 MiB aligned and huge-page backed where large: read at memory bandwidth
   // every decode step (as concat_rows' copies). Not below 8 MiB, where the
   // last huge page's unused part would add up to a large share (a 4.6 MB
   // down projection would take 6 MB).
   const size_t alignment = bytes >= 4 * static_cast<int64_t>(kHugePageBytes) ? kHugePageBytes : 64;
   packed_ = std::make_unique<Packed>();
-  packed_->q8_panels = tensor::AlignedBuffer<uint8_t>(bytes, alignment);
+  packed_->panels = tensor::AlignedBuffer<uint8_t>(bytes, alignment);
   if (alignment == kHugePageBytes) {
-    advise_huge_pages(packed_->q8_panels.data(),
+    advise_huge_pages(packed_->panels.data(),
                       static_cast<size_t>(bytes + alignment - 1) / alignment * alignment);
   }
-  cpu::pack_q8_panels(parts, k_, packed_->q8_panels.data());
+  cpu::pack_panels(dtype(), parts, k_, packed_->panels.data());
 }
 
-const uint8_t* MatmulWeight::q8_panels() const {
-  return packed_ != nullptr ? packed_->q8_panels.data() : nullptr;
+const uint8_t* MatmulWeight::panels() const {
+  return packed_ != nullptr ? packed_->panels.data() : nullptr;
 }
 
 tensor::AlignedBuffer<uint8_t> MatmulWeight::unpack_rows() const {
-  STRATA_CHECK(q8_panels() != nullptr) << "unpack_rows: the weight has no panels";
+  STRATA_CHECK(panels() != nullptr) << "unpack_rows: the weight has no panels";
   tensor::AlignedBuffer<uint8_t> rows(view_.size_bytes());
-  cpu::unpack_q8_panel_rows(q8_panels(), k_, 0, n_,
-                            reinterpret_cast<tensor::BlockQ8_0*>(rows.data()));
+  cpu::unpack_panel_rows(dtype(), panels(), k_, 0, n_, rows.data());
   return rows;
 }
 
@@ -115,15 +113,13 @@ MatmulWeight MatmulWeight::concat_rows(const std::vector<const tensor::TensorVie
     n += p->dim(0);
     bytes += p->size_bytes();
   }
-  if (parts[0]->dtype == tensor::DType::kQ8_0 && cpu::q8_panels_in_use()) {
+  if (cpu::panels_in_use(parts[0]->dtype)) {
     // The panels alone: the parts' rows go straight into them, and the fused
     // weight keeps no row-major copy (view().data is nullptr).
-    MatmulWeight out = prepare({nullptr, tensor::DType::kQ8_0, {n, parts[0]->dim(1)}});
-    std::vector<cpu::Q8Rows> rows;
-    for (const tensor::TensorView* p : parts) {
-      rows.push_back({static_cast<const tensor::BlockQ8_0*>(p->data), p->dim(0)});
-    }
-    out.pack_q8_panels(rows);
+    MatmulWeight out = prepare({nullptr, parts[0]->dtype, {n, parts[0]->dim(1)}});
+    std::vector<cpu::PanelRows> rows;
+    for (const tensor::TensorView* p : parts) rows.push_back({p->data, p->dim(0)});
+    out.pack_panels(rows);
     return out;
   }
   // 2 MiB aligned and huge-page backed: a fused weight is read at memory
@@ -278,27 +274,36 @@ bool uses_q8_activations(const KernelTable& t, tensor::DType w_dtype, int64_t m)
 
 namespace {
 
-// Q8_0 runs t's panel kernel at m rows with this kernel choice: every decode
-// m, and prefill unless a bf16-tile candidate (kOnednn, kOwn) was chosen.
-bool q8_panels_at(const KernelTable& t, int64_t m, MatmulKernel kernel) {
-  if (!reads_q8_panels(t) || kernel == MatmulKernel::kOwnExact) return false;
+// A weight in panels runs t's panel kernel at m rows with this kernel
+// choice: every decode m, and prefill unless a bf16-tile candidate
+// (kOnednn, kOwn) was chosen.
+bool panels_at(const KernelTable& t, tensor::DType w_dtype, int64_t m, MatmulKernel kernel) {
+  if (!reads_panels(t, w_dtype) || kernel == MatmulKernel::kOwnExact) return false;
   return m <= quantized_decode_rows() || kernel == MatmulKernel::kStatic ||
          kernel == MatmulKernel::kOwnInt8;
 }
 
 }  // namespace
 
-bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m, MatmulKernel kernel) {
-  return panels != nullptr && q8_panels_at(t, m, kernel);
+bool uses_panels(const KernelTable& t, const uint8_t* panels, int64_t m, MatmulKernel kernel) {
+  // A weight has panels only where its dtype has the layout; any such dtype
+  // answers panels_at alike.
+  return panels != nullptr && panels_at(t, tensor::DType::kQ8_0, m, kernel);
 }
 
 bool q8_uses_int8_x(const KernelTable& t, int64_t m, MatmulKernel kernel) {
-  return q8_panels_at(t, m, kernel) ||
+  return panels_at(t, tensor::DType::kQ8_0, m, kernel) ||
          (kernel != MatmulKernel::kOwnExact && uses_q8_activations(t, tensor::DType::kQ8_0, m));
 }
 
-bool reads_q8_panels(const KernelTable& t) {
-  return t.matmul_q8_panels_range != nullptr && q8_panels_in_use();
+bool uses_int8_x(const KernelTable& t, tensor::DType w_dtype, int64_t m, MatmulKernel kernel) {
+  if (w_dtype == tensor::DType::kQ8_0) return q8_uses_int8_x(t, m, kernel);
+  // run_matmul's order: the panel kernel, else the row-major int8 one.
+  return panels_at(t, w_dtype, m, kernel) || uses_lowbit_kernel(t, w_dtype, m);
+}
+
+bool reads_panels(const KernelTable& t, tensor::DType w_dtype) {
+  return t.matmul_panels_range != nullptr && panels_in_use(w_dtype);
 }
 
 bool is_own_kernel(MatmulKernel kernel) {
@@ -329,10 +334,45 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   bool prefill =
       m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && w.dtype() != tensor::DType::kF16 &&
       (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
+  if (reads_panels(t, w.dtype())) a.w_panels = w.panels();
+  if (uses_panels(t, a.w_panels, m, kernel)) {
+    // Quantize x once, before the matmul; workers only read it. Prefill-sized
+    // x (own-int8) is quantized across the pool, row ranges apart.
+    const int64_t blocks = a.k / 32;
+    int8_t* xq = scratch<int8_t, 6>(m * a.k);
+    float* xd = scratch<float, 4>(m * blocks);
+    int32_t* xc = scratch<int32_t, 8>(m * blocks);
+    if (m > kDecodeMaxRows) {
+      pool.parallel_for(
+          m,
+          [&](int64_t b, int64_t e, int) {
+            t.x_to_q8_blocks(x + b * a.k, e - b, a.k, xq + b * a.k, xd + b * blocks,
+                             xc + b * blocks);
+          },
+          kDecodeMaxRows);
+    } else {
+      t.x_to_q8_blocks(x, m, a.k, xq, xd, xc);
+    }
+    a.x_q8s = xq;
+    a.x_q8_d = xd;
+    a.x_q8_corr = xc;
+    pool.parallel_for(
+        a.n, [&](int64_t b, int64_t e, int) { t.matmul_panels_range(a, b, e); }, kMatmulGrain);
+    return;
+  }
+  // A weight kept only in panels, on a path that reads rows (another table,
+  // or the exact f32 kernel): rows unpacked for this call. The dispatched
+  // table never gets here: it reads the panels at every m (the int8 kernel
+  // above, the bf16 tiles of the prefill candidates kOnednn and kOwn below).
+  tensor::AlignedBuffer<uint8_t> unpacked;
+  if (a.w == nullptr && (a.w_panels == nullptr || matmul_mode(w.dtype(), m) != MatmulMode::kBF16)) {
+    unpacked = w.unpack_rows();
+    a.w = unpacked.data();
+  }
   if (uses_lowbit_kernel(t, w.dtype(), m)) {
     // Quantize x once, before the matmul; workers only read it. Prefill-sized
     // x (the AVX2 table runs this kernel at every m) is quantized across the
-    // pool, row ranges apart, as for the Q8_0 panels below: rows are
+    // pool, row ranges apart, as for the panels above: rows are
     // quantized independently, so the bits are the same.
     const int64_t kp = round_up(w.k(), 256);
     a.k_pad256 = kp;
@@ -367,41 +407,6 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   // without its GEMM): the portable kernels, which dequantize exactly.
   if (tensor::is_low_bit_quant(w.dtype()) && !prefill && &t != &generic_kernels()) {
     return run_matmul(generic_kernels(), x, m, w, bias, y, pool);
-  }
-  if (reads_q8_panels(t)) a.w_panels = w.q8_panels();
-  if (uses_q8_panels(t, a.w_panels, m, kernel)) {
-    // Quantize x once, before the matmul; workers only read it. Prefill-sized
-    // x (own-int8) is quantized across the pool, row ranges apart.
-    const int64_t blocks = a.k / 32;
-    int8_t* xq = scratch<int8_t, 6>(m * a.k);
-    float* xd = scratch<float, 4>(m * blocks);
-    int32_t* xc = scratch<int32_t, 8>(m * blocks);
-    if (m > kDecodeMaxRows) {
-      pool.parallel_for(
-          m,
-          [&](int64_t b, int64_t e, int) {
-            t.x_to_q8_blocks(x + b * a.k, e - b, a.k, xq + b * a.k, xd + b * blocks,
-                             xc + b * blocks);
-          },
-          kDecodeMaxRows);
-    } else {
-      t.x_to_q8_blocks(x, m, a.k, xq, xd, xc);
-    }
-    a.x_q8s = xq;
-    a.x_q8_d = xd;
-    a.x_q8_corr = xc;
-    pool.parallel_for(
-        a.n, [&](int64_t b, int64_t e, int) { t.matmul_q8_panels_range(a, b, e); }, kMatmulGrain);
-    return;
-  }
-  // A weight kept only in panels, on a path that reads rows (another table,
-  // or the exact f32 kernel): rows unpacked for this call. The dispatched
-  // table never gets here: it reads the panels at every m (the int8 kernel
-  // above, the bf16 tiles of the prefill candidates kOnednn and kOwn below).
-  tensor::AlignedBuffer<uint8_t> unpacked;
-  if (a.w == nullptr && (a.w_panels == nullptr || matmul_mode(w.dtype(), m) != MatmulMode::kBF16)) {
-    unpacked = w.unpack_rows();
-    a.w = unpacked.data();
   }
   if (uses_q8_activations(t, w.dtype(), m) && kernel != MatmulKernel::kOwnExact) {
     // Quantize x once on the calling thread; workers only read it.

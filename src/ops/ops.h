@@ -22,18 +22,18 @@
 namespace strata::ops {
 
 namespace cpu {
-struct Q8Rows;
+struct PanelRows;
 }
 
 // A linear layer's weight [n, k] (out_features x in_features), prepared once
 // at load time for the matmul kernels. Keeps the stored dtype (F32, F16, BF16,
 // Q8_0); it may hold a repacked copy when that makes the kernels faster, and
-// otherwise points at the caller's bytes (which must outlive it). Q8_0
-// weights on CPUs with AVX512-VNNI are repacked into 16-row panels
-// (ops/cpu/q8_panels.h) that every matmul path of that CPU's kernel table
-// reads, so the caller's rows are not read again in serving (only by other
-// tables and the exact f32 kernel, in tests); a fused Q8_0 weight keeps only
-// the panels.
+// otherwise points at the caller's bytes (which must outlive it). Q8_0,
+// Q4_0, Q5_0 and IQ4_NL weights on CPUs with AVX512-VNNI are repacked into 16-row
+// panels (ops/cpu/panels.h) that every matmul path of that CPU's kernel
+// table reads, so the caller's rows are not read again in serving (only by
+// other tables and the exact f32 kernel, in tests); a fused weight of those
+// types keeps only the panels.
 class MatmulWeight {
  public:
   // `w` is 2-D [n, k]; k must be a multiple of 32 for Q8_0.
@@ -57,21 +57,22 @@ class MatmulWeight {
   int64_t k() const { return k_; }
   tensor::DType dtype() const { return view_.dtype; }
   // The rows as stored; data is nullptr for a fused weight kept only in
-  // panels (q8_panels()).
+  // panels (panels()).
   const tensor::TensorView& view() const { return view_; }
   // Bytes a full pass over the weight reads (for bandwidth accounting).
   int64_t size_bytes() const { return view_.size_bytes(); }
 
   struct Packed;  // kernel-private layout, defined in ops/cpu
   const Packed* packed() const { return packed_.get(); }
-  // The Q8_0 panels, nullptr when the weight has none.
-  const uint8_t* q8_panels() const;
-  // A weight with panels, back as [n, k] GGUF Q8_0 rows in a new buffer (for
-  // kernels that read rows: tests, and other kernel tables than the active one).
+  // The 16-row panels (ops/cpu/panels.h), nullptr when the weight has none.
+  const uint8_t* panels() const;
+  // A weight with panels, back as [n, k] GGUF rows of its dtype in a new
+  // buffer (for kernels that read rows: tests, and other kernel tables than
+  // the active one).
   tensor::AlignedBuffer<uint8_t> unpack_rows() const;
 
  private:
-  void pack_q8_panels(const std::vector<cpu::Q8Rows>& parts);
+  void pack_panels(const std::vector<cpu::PanelRows>& parts);
 
   tensor::TensorView view_;
   int64_t n_ = 0;

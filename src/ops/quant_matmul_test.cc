@@ -78,7 +78,7 @@ TEST_P(QuantMatmulTest, MatchesReference) {
           float* y = ybuf.data() + yoff;
           cpu::run_matmul(*table_, x, m, w, bp, y, pool_);
           double tol;
-          if (cpu::uses_lowbit_kernel(*table_, t, m)) {
+          if (cpu::uses_int8_x(*table_, t, m)) {
             reference::matmul_q8_activations(x, m, qw.view, bp, ref.data(),
                                              cpu::lowbit_x_block(t));
             tol = 2e-6;  // int32 sums exact; f32 scaling and summation order differ
@@ -127,13 +127,14 @@ TEST_P(QuantMatmulTest, BatchAndThreadInvariant) {
 }
 
 // Where a table runs its int8 kernel at prefill sizes too (AVX2, which has no
-// prefill GEMM; AVX-512 with STRATA_NO_ONEDNN=1), a row of a 40-row chunk
+// prefill GEMM; AVX-512 on the panels of Q4_0 and IQ4_NL, and for every type
+// with STRATA_NO_ONEDNN=1), a row of a 40-row chunk
 // gets the bits it gets when decoded alone, so a token's logits do not depend
 // on the chunk it is computed in.
 TEST_P(QuantMatmulTest, Int8PrefillRowsEqualDecodeRows) {
   int covered = 0;
   for (DType t : kLowBitQuantTypes) {
-    if (!cpu::uses_lowbit_kernel(*table_, t, 40)) continue;
+    if (!cpu::uses_int8_x(*table_, t, 40)) continue;
     ++covered;
     const int64_t n = 70, m = 40;
     for (int64_t k : tensor::dtype_block_size(t) == 32 ? std::vector<int64_t>{928}
@@ -257,9 +258,7 @@ TEST(QuantMatmulVsLlamaCpp, DecodeKernelsOnLlamaCppBlocks) {
       std::vector<float> y(m * b.rows), ref(m * b.rows);
       run_matmul_active(x.data(), m, w, y.data(), pool);
       q8_reference(x.data(), m, b.dtype, b.values, b.rows, b.cols, ref.data());
-      double tol = cpu::uses_lowbit_kernel(cpu::active_kernels(), b.dtype, m) ||
-                           (b.dtype == DType::kQ8_0 &&
-                            cpu::q8_uses_int8_x(cpu::active_kernels(), m))
+      double tol = cpu::uses_int8_x(cpu::active_kernels(), b.dtype, m)
                        ? 2e-6
                        : 1e-2;  // portable kernels: exact f32 weights and x, vs int8 x
       ASSERT_LT(normalized_error(x.data(), m, wv, nullptr, y.data(), ref.data()), tol)
@@ -289,7 +288,7 @@ TEST(QuantMatmulVsLlamaCpp, PrefillOnLlamaCppBlocks) {
     fv.dtype = DType::kF32;
     fv.shape = {b.rows, b.cols};
     double tol = 1e-5;
-    if (cpu::uses_lowbit_kernel(cpu::active_kernels(), b.dtype, m)) {  // STRATA_NO_ONEDNN=1
+    if (cpu::uses_int8_x(cpu::active_kernels(), b.dtype, m)) {  // panels, or STRATA_NO_ONEDNN=1
       q8_reference(x.data(), m, b.dtype, b.values, b.rows, b.cols, ref.data());
       tol = 2e-6;
     } else {

@@ -23,7 +23,7 @@ StatusOr<ops::MatmulWeight> load_linear(const WeightSource& weights, const std::
                                         int64_t n, int64_t k) {
   STRATA_ASSIGN_OR_RETURN(tensor::TensorView view, linear_view(weights, name, n, k));
   ops::MatmulWeight w = ops::MatmulWeight::prepare(view);
-  if (w.q8_panels() != nullptr) weights.release_pages(view);  // the panels are the copy read
+  if (w.panels() != nullptr) weights.release_pages(view);  // the panels are the copy read
   return w;
 }
 
@@ -42,14 +42,14 @@ StatusOr<FusedLinear> FusedLinear::load(const WeightSource& weights, const std::
   for (const tensor::TensorView& v : views) ptrs.push_back(&v);
   if (views.size() == 1) {
     out.weights_.push_back(ops::MatmulWeight::prepare(views[0]));
-    if (out.weights_[0].q8_panels() != nullptr) weights.release_pages(views[0]);
+    if (out.weights_[0].panels() != nullptr) weights.release_pages(views[0]);
   } else if (ops::MatmulWeight::can_concat_rows(ptrs)) {
     out.weights_.push_back(ops::MatmulWeight::concat_rows(ptrs));
     for (const tensor::TensorView& v : views) weights.release_pages(v);  // one resident copy
   } else {
     for (const tensor::TensorView& v : views) {
       out.weights_.push_back(ops::MatmulWeight::prepare(v));
-      if (out.weights_.back().q8_panels() != nullptr) weights.release_pages(v);
+      if (out.weights_.back().panels() != nullptr) weights.release_pages(v);
     }
   }
   return out;

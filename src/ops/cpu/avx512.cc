@@ -12,8 +12,8 @@
 //   to bf16 (q*d rounded to bf16) into per-thread scratch. Batched decode
 //   (1 < m <= 16) with x in L1: one weight row (two above 8 x rows) against
 //   chunks of up to 8 x rows, one stream over the weights (rows_bf16_x_in_l1).
-// matmul, Q8_0 decode on VNNI CPUs: weights in 16-row panels, x quantized to
-//   int8, vpdpbusd (avx512_q8_panels.cc).
+// matmul, Q8_0 / Q4_0 / IQ4_NL decode on VNNI CPUs: weights in 16-row
+//   panels, x quantized to int8, vpdpbusd (avx512_panels.cc).
 // Every output element is reduced in the same order whatever its tile, so the
 // results do not depend on m or on how n is split across threads.
 #include <immintrin.h>
@@ -466,9 +466,8 @@ void dequant_q8_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, 
 // bf16 in out [rows, out_stride].
 void dequant_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
                   uint16_t* out, int64_t out_stride) {
-  if (a.w_dtype == DType::kQ8_0 && a.w_panels != nullptr) {
-    return avx512_dequant_q8_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
-  }
+  if (a.w_panels != nullptr)
+    return avx512_dequant_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
   if (a.w_dtype == DType::kQ8_0) return dequant_q8_tile(a, j0, rows, k0, kc, out, out_stride);
   avx512_dequant_lowbit_bf16(a, j0, rows, k0, kc, out, out_stride);
 }
@@ -943,12 +942,12 @@ constexpr KernelTable kAvx512 = {
     softmax,
     add_inplace,
     attention_rows,
-    nullptr,  // Q8_0 decodes from panels (avx512_matmul_q8_panels_range)
+    nullptr,  // Q8_0 decodes from panels (avx512_matmul_panels_range)
     nullptr,
     avx512_matmul_lowbit_range,
     avx512_x_to_q8_groups,
     paged_attention_item,
-    avx512_matmul_q8_panels_range,
+    avx512_matmul_panels_range,
     avx512_x_to_q8_blocks,
     every_lowbit_type,
     true,  // the low-bit kernels use vpdpbusd

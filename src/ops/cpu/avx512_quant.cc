@@ -89,17 +89,6 @@ STRATA_INLINE __m256 f16x8(const uint16_t (&h)[8]) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
-// IQ4's signed levels as a vpshufb table in every 128-bit lane.
-STRATA_INLINE __m512i iq4_levels() {
-  const auto* levels = reinterpret_cast<const __m128i*>(tensor::kIq4Values);
-  return _mm512_broadcast_i32x4(_mm_loadu_si128(levels));
-}
-
-// IQ4 levels + 128 (unsigned codes) as a vpshufb table in every 128-bit lane.
-STRATA_INLINE __m512i iq4_table() {
-  return _mm512_xor_si512(iq4_levels(), _mm512_set1_epi8(static_cast<char>(0x80)));
-}
-
 // ---- legacy 32-value blocks: group g = blocks [8 g, 8 g + 8) ----
 
 template <DType T>

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "ops/cpu/kernels.h"
+#include "tensor/quant_blocks.h"
 
 namespace strata::ops::cpu {
 
@@ -21,15 +22,15 @@ void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
 void avx512_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
                            tensor::DType w_dtype, const Q8GroupsOut& out);
-// Table entries defined in avx512_q8_panels.cc (see KernelTable).
-void avx512_matmul_q8_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+// Table entries defined in avx512_panels.cc (see KernelTable).
+void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx512_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
                            int32_t* corr);
-// Rows [j0, j0 + rows) x k-values [k0, k0 + kc) of a Q8_0 weight in panels
-// (a.w_panels; j0 % 16 == 0, k0 and kc multiples of 32) as bf16(q * d) in
-// out [rows, out_stride]: the values the row-major tiles give.
-void avx512_dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
-                                   int64_t kc, uint16_t* out, int64_t out_stride);
+// Rows [j0, j0 + rows) x k-values [k0, k0 + kc) of a weight in panels
+// (a.w_panels, a.w_dtype; j0 % 16 == 0, k0 and kc multiples of 32) as
+// bf16(value * d) in out [rows, out_stride]: the values the row-major tiles give.
+void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                int64_t kc, uint16_t* out, int64_t out_stride);
 
 namespace {
 
@@ -56,6 +57,17 @@ STRATA_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 STRATA_INLINE float reduce1(__m512 a) { return _mm_cvtss_f32(reduce4(a, a, a, a)); }
+
+// IQ4's signed levels as a vpshufb table in every 128-bit lane.
+STRATA_INLINE __m512i iq4_levels() {
+  const auto* levels = reinterpret_cast<const __m128i*>(tensor::kIq4Values);
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(levels));
+}
+
+// IQ4 levels + 128 (unsigned codes) as a vpshufb table in every 128-bit lane.
+STRATA_INLINE __m512i iq4_table() {
+  return _mm512_xor_si512(iq4_levels(), _mm512_set1_epi8(static_cast<char>(0x80)));
+}
 
 // Stores the NR (1 or 4) reduced sums of one x row: y[0..NR) (= or +=)
 // sums (+ bias). Takes the accumulators by value: passing their address would

@@ -3,6 +3,7 @@
 
 #include "base/cpu_features.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/panels.h"
 
 namespace strata::ops::cpu {
 
@@ -26,10 +27,10 @@ const KernelTable& active_kernels() {
 
 bool every_lowbit_type(tensor::DType t) { return tensor::is_low_bit_quant(t); }
 
-bool q8_panels_in_use() {
+bool panels_in_use(tensor::DType w_dtype) {
   static const bool on =
-      active_kernels().matmul_q8_panels_range != nullptr && cpu_features().avx512_vnni;
-  return on;
+      active_kernels().matmul_panels_range != nullptr && cpu_features().avx512_vnni;
+  return on && has_panel_layout(w_dtype);
 }
 
 void evict_from_caches(const void* p, int64_t bytes) {

@@ -20,12 +20,12 @@
 
 namespace strata::ops {
 
-// Q8_0 weights where the active table decodes them in panels
-// (cpu::q8_panels_in_use()): the 16-row panels of cpu/q8_panels.h, which that
-// table reads for every m (decode, and the prefill's bf16 tiles). Every other
-// dtype, and Q8_0 elsewhere, reads the stored [n, k] rows.
+// Q8_0, Q4_0, Q5_0 and IQ4_NL weights where the active table decodes them in
+// panels (cpu::panels_in_use()): the 16-row panels of cpu/panels.h, which
+// that table reads for every m (decode, and the prefill's bf16 tiles). Every
+// other dtype, and those elsewhere, reads the stored [n, k] rows.
 struct MatmulWeight::Packed {
-  tensor::AlignedBuffer<uint8_t> q8_panels;
+  tensor::AlignedBuffer<uint8_t> panels;
 };
 
 }  // namespace strata::ops
@@ -35,7 +35,7 @@ namespace strata::ops::cpu {
 // Precision of x inside the inner product.
 //   kF32:  x stays f32; weights are widened exactly to f32 (F32, F16, and
 //          quantized decode without AVX512-VNNI; with it see
-//          uses_q8_panels() / uses_lowbit_kernel()).
+//          uses_panels() / uses_lowbit_kernel()).
 //   kBF16: x is rounded to bf16 and multiplied with bf16 weights by vdpbf16ps
 //          (BF16 weights always; quantized prefill, whose dequantized values
 //          are rounded to bf16 tile by tile). Sums are f32.
@@ -92,10 +92,10 @@ struct MatmulArgs {
   // registers for BF16 weights, and for F32 and F16 weights where k > 2048),
   // else 4 (MatmulKernel::kOwnFourRows).
   int gemv_tile_rows = 0;
-  // Q8_0 weights in 16-row panels (cpu/q8_panels.h) where the weight has them
+  // Weights in 16-row panels (cpu/panels.h) where the weight has them
   // (MatmulWeight::Packed); then w may be nullptr (a fused weight keeps no rows).
   const uint8_t* w_panels = nullptr;
-  // x for matmul_q8_panels_range, from x_to_q8_blocks (k / 32 blocks per row):
+  // x for matmul_panels_range, from x_to_q8_blocks (k / 32 blocks per row):
   // x_q8s [m, k] int8, x_q8_d [m, k / 32] f32 d, x_q8_corr [m, k / 32] int32
   // -128 Σq per block.
   const float* x_q8_d = nullptr;
@@ -237,12 +237,12 @@ struct KernelTable {
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                float* scratch);
-  // Q8_0 weights in panels (a.w_panels), any m, columns [n_begin, n_end) of y
-  // with n_begin % 16 == 0, from the int8 activations of x_to_q8_blocks
-  // (exact int32 block sums scaled by d_w * d_x; avx512_q8_panels.cc).
-  // nullptr when the table has none; the AVX-512 table's needs
-  // cpu_features().avx512_vnni (see q8_panels_in_use()).
-  void (*matmul_q8_panels_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+  // Weights in panels (a.w_panels; Q8_0, Q4_0, Q5_0, IQ4_NL), any m, columns
+  // [n_begin, n_end) of y with n_begin % 16 == 0, from the int8 activations
+  // of x_to_q8_blocks (exact int32 block sums scaled by d_w * d_x;
+  // avx512_panels.cc). nullptr when the table has none; the AVX-512 table's
+  // needs cpu_features().avx512_vnni (see panels_in_use()).
+  void (*matmul_panels_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
   // Quantizes x[rows, k] (k % 32 == 0) per 32 values: d [rows, k / 32] =
   // max|x| / 127 (f32), q [rows, k] int8 = round-to-nearest-even(x * (1 / d)),
   // corr [rows, k / 32] = -128 Σq.
@@ -270,9 +270,10 @@ bool avx512_supported();
 
 // The dispatch point: the table every public op uses (chosen once).
 const KernelTable& active_kernels();
-// True where the active table decodes Q8_0 from 16-row panels (AVX-512 with
-// VNNI): MatmulWeight then builds them for Q8_0 weights at load.
-bool q8_panels_in_use();
+// True where the active table decodes weights of dtype w_dtype from 16-row
+// panels (a dtype with cpu::has_panel_layout(), on AVX-512 with VNNI):
+// MatmulWeight then builds them for such weights at load.
+bool panels_in_use(tensor::DType w_dtype);
 
 // Writes back and evicts [p, p + bytes) from every cache level (clflush, then
 // a fence), so the next read streams it from DRAM (kernel calibration's
@@ -306,19 +307,24 @@ bool is_own_kernel(MatmulKernel kernel);
 // Sets a's decode tile variant fields (prefetch_one_row_tiles,
 // gemv_tile_rows) for `kernel`; kernels without a variant keep the defaults.
 void set_decode_variant(MatmulKernel kernel, MatmulArgs* a);
-// True when t decodes Q8_0 from panels here (its matmul_q8_panels_range, on a
-// CPU with VNNI): it then reads a weight's panels at every m.
-bool reads_q8_panels(const KernelTable& t);
-// True when a Q8_0 weight with these panels (nullptr: none) runs t's panel
+// True when t decodes w_dtype from panels here (its matmul_panels_range, on
+// a CPU with VNNI, for a dtype with the layout): it then reads a weight's
+// panels at every m.
+bool reads_panels(const KernelTable& t, tensor::DType w_dtype);
+// True when a weight with these panels (nullptr: none) runs t's panel
 // kernel at m rows of x with `kernel` chosen: every decode m (but for
 // kOwnExact), and prefill with kStatic or kOwnInt8 (kOnednn and kOwn read
 // bf16 tiles made from the panels there).
-bool uses_q8_panels(const KernelTable& t, const uint8_t* panels, int64_t m,
-                    MatmulKernel kernel = MatmulKernel::kStatic);
+bool uses_panels(const KernelTable& t, const uint8_t* panels, int64_t m,
+                 MatmulKernel kernel = MatmulKernel::kStatic);
 // True when Q8_0 weights prepared in this process run with x quantized to
 // int8 on table t at m rows of x with `kernel` chosen (its panel kernel or
 // its row-major one).
 bool q8_uses_int8_x(const KernelTable& t, int64_t m, MatmulKernel kernel = MatmulKernel::kStatic);
+// The same for weights of any dtype (Q8_0 as q8_uses_int8_x; a low-bit type
+// with its panel kernel or its row-major int8 one, matmul_lowbit_range).
+bool uses_int8_x(const KernelTable& t, tensor::DType w_dtype, int64_t m,
+                 MatmulKernel kernel = MatmulKernel::kStatic);
 // True when a Q8_0 weight's rows run t's row-major int8 kernel
 // (matmul_q8q8_range: the AVX2 table) at m rows of x: x quantized to Q8_0
 // instead of using matmul_mode(), for m <= kDecodeMaxRows (any m with

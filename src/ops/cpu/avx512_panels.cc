@@ -1,0 +1,372 @@
+// Weights in 16-row panels (panels.h: Q8_0, Q4_0, IQ4_NL), AVX512-VNNI: the
+// int8 kernel (every decode m, and prefill unless calibration chose a
+// bf16-tile candidate: uses_panels()) and the bf16 tiles of those
+// candidates. Compiled with the AVX-512 flags (ops/CMakeLists.txt); only
+// intrinsics and POD arguments here, as in avx512.cc.
+//
+// The int8 kernel: x is quantized per 32 values as llama.cpp's Q8_0 activations
+// (x_to_q8_blocks: int8 q, f32 d, and -128 Σq per block). A panel line holds
+// 4 k values of 16 weight rows as unsigned bytes u (Q8_0: w + 128; Q4_0: the
+// nibble, w = u - 8, two values per byte; Q5_0: the nibble and its fifth bit,
+// w = u - 16; IQ4_NL: the level + 128 looked up from the nibble by vpshufb),
+// so one vpdpbusd with 4 broadcast bytes of x adds Σ u q for 16 outputs;
+// seeded with -128 Σq (Q4_0: -8 Σq, Q5_0: -16 Σq) they give
+// each output's exact block sum Σ w q (|Σ| < 2^24, exact in f32 too). Each
+// output is then, block by block in k order,
+//   acc = fma(float(Σ w q), d_w * d_x, acc)       (one f32 lane per output)
+// and y = acc (+ bias). That is a function of the output's row of weights
+// and x row alone, so a row's result does not depend on m, on the x rows it
+// shares a tile with, or on how n is split across threads.
+#include <immintrin.h>
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cpu/avx512_util.h"
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/panels.h"
+
+namespace strata::ops::cpu {
+namespace {
+
+// Each weight line is prefetched into L2 this far ahead in the panel stream
+// (as the row-major decode kernels do: BENCHMARKS.md, "Prefetching further").
+constexpr int64_t kPanelPrefetchBytes = 16384;
+STRATA_INLINE void prefetch_panel(const uint8_t* line) {
+  _mm_prefetch(reinterpret_cast<const char*>(line) + kPanelPrefetchBytes, _MM_HINT_T1);
+}
+
+STRATA_INLINE __m512i broadcast_x4(const int8_t* x) {
+  int32_t four;
+  std::memcpy(&four, x, 4);
+  return _mm512_set1_epi32(four);
+}
+
+// The unsigned codes of a nibble panel line (Q4_0, IQ4_NL): line g of a
+// block holds, for its 16 rows, values 4 g .. 4 g + 3 in the low nibbles
+// and 16 + 4 g .. in the high ones.
+template <tensor::DType D>
+STRATA_INLINE void nibble_line_codes(const uint8_t* line, __m512i& lo, __m512i& hi) {
+  const __m512i bytes = _mm512_load_si512(line);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  lo = _mm512_and_si512(bytes, m4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), m4);
+  if constexpr (D == tensor::DType::kIQ4_NL) {
+    lo = _mm512_shuffle_epi8(iq4_table(), lo);
+    hi = _mm512_shuffle_epi8(iq4_table(), hi);
+  }
+}
+
+// Q5_0's fifth bits of nibble line g at bit 4 of each byte, ORed into its
+// codes: bit 2 g of the fifth-bit line's bytes for the low nibbles, 2 g + 1
+// for the high ones (panels.h). A 16-bit shift by at most 4 moves each
+// byte's own bit to bit 4, and the mask drops the rest.
+// (`bit` is a constant once the caller's loop is unrolled.)
+STRATA_INLINE __m512i with_fifth_bit(__m512i nibbles, __m512i high, int bit) {
+  const __m512i at4 =
+      bit <= 4 ? _mm512_slli_epi16(high, 4 - bit) : _mm512_srli_epi16(high, bit - 4);
+  return _mm512_ternarylogic_epi32(nibbles, at4, _mm512_set1_epi8(0x10), 0xF8);  // a | (b & c)
+}
+
+// The int32 seed of a block sum: Σ u q - Σ w q, from the block's -128 Σq
+// (exact divisions: corr % 128 == 0).
+template <tensor::DType D>
+STRATA_INLINE int32_t block_seed(int32_t corr) {
+  if constexpr (D == tensor::DType::kQ4_0) return corr / 16;  // -8 Σq
+  if constexpr (D == tensor::DType::kQ5_0) return corr / 8;   // -16 Σq
+  return corr;
+}
+
+// Adds block b (codes at `codes`, 16 f16 scales at `scales`) of MR x rows
+// into acc. With few x rows each row's block sum runs as two chains (Q8_0:
+// lines 0-3 and 4-7; nibbles: low and high ones) for the core's sake;
+// integer sums are exact, so the split does not change any bit.
+template <tensor::DType D, int MR>
+STRATA_INLINE void panel_block(const MatmulArgs& a, const uint8_t* codes, const uint16_t* scales,
+                               const int8_t* xq, const float* xd, const int32_t* xc, int64_t blocks,
+                               int64_t b, __m512 (&acc)[MR]) {
+  constexpr bool kTwoChains = MR <= 4;
+  __m512i lo[MR], hi[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    lo[i] = _mm512_set1_epi32(block_seed<D>(xc[i * blocks + b]));
+    if constexpr (kTwoChains) hi[i] = _mm512_setzero_si512();
+  }
+  __m512i high;  // Q5_0's fifth-bit line
+  if constexpr (D == tensor::DType::kQ5_0) {
+    prefetch_panel(codes + 4 * 64);
+    high = _mm512_load_si512(codes + 4 * 64);
+  }
+  // Two lines per step: Q8_0's g and g + 4 (values 4 g.. and 16 + 4 g..),
+  // or one nibble line's two halves.
+#pragma GCC unroll 8
+  for (int g = 0; g < 4; ++g) {
+    __m512i w0, w1;
+    prefetch_panel(codes + g * 64);
+    if constexpr (D == tensor::DType::kQ8_0) {
+      prefetch_panel(codes + (g + 4) * 64);
+      w0 = _mm512_load_si512(codes + g * 64);
+      w1 = _mm512_load_si512(codes + (g + 4) * 64);
+    } else {
+      nibble_line_codes<D>(codes + g * 64, w0, w1);
+    }
+    if constexpr (D == tensor::DType::kQ5_0) {
+      w0 = with_fifth_bit(w0, high, 2 * g);
+      w1 = with_fifth_bit(w1, high, 2 * g + 1);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const int8_t* xb = xq + i * a.k + b * 32;
+      lo[i] = _mm512_dpbusd_epi32(lo[i], w0, broadcast_x4(xb + g * 4));
+      if constexpr (kTwoChains) {
+        hi[i] = _mm512_dpbusd_epi32(hi[i], w1, broadcast_x4(xb + 16 + g * 4));
+      } else {
+        lo[i] = _mm512_dpbusd_epi32(lo[i], w1, broadcast_x4(xb + 16 + g * 4));
+      }
+    }
+  }
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const __m512i sum = kTwoChains ? _mm512_add_epi32(lo[i], hi[i]) : lo[i];
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                             _mm512_mul_ps(dw, _mm512_set1_ps(xd[i * blocks + b])), acc[i]);
+  }
+}
+
+// The panel of weight rows [j0, j0 + 16) against x rows [i0, i0 + MR).
+template <tensor::DType D, int MR>
+void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j0) {
+  constexpr int64_t kCodes = panel_block_codes(D);
+  const int64_t blocks = a.k / 32;
+  const int8_t* xq = a.x_q8s + i0 * a.k;
+  const float* xd = a.x_q8_d + i0 * blocks;
+  const int32_t* xc = a.x_q8_corr + i0 * blocks;
+  __m512 acc[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    const uint8_t* pair = panel + panel_codes_offset(D, b);
+    prefetch_panel(pair + 2 * kCodes);
+    const uint16_t* scales = reinterpret_cast<const uint16_t*>(pair + 2 * kCodes);
+    panel_block<D, MR>(a, pair, scales, xq, xd, xc, blocks, b, acc);
+    panel_block<D, MR>(a, pair + kCodes, scales + kPanelRows, xq, xd, xc, blocks, b + 1, acc);
+  }
+  if (b < blocks) {
+    const uint8_t* lone = panel + panel_codes_offset(D, b);
+    panel_block<D, MR>(a, lone, reinterpret_cast<const uint16_t*>(lone + kCodes), xq, xd, xc,
+                       blocks, b, acc);
+  }
+  const __mmask16 valid = tail_mask16(a.n - j0);
+  const __m512 bias =
+      a.bias != nullptr ? _mm512_maskz_loadu_ps(valid, a.bias + j0) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const __m512 y = a.bias != nullptr ? _mm512_add_ps(acc[i], bias) : acc[i];
+    _mm512_mask_storeu_ps(a.y + (i0 + i) * a.n + j0, valid, y);
+  }
+}
+
+// x rows per panel pass: 8 keeps each row's accumulator and block sum in
+// registers; more rows pass over the panel again (from L2).
+constexpr int64_t kPanelChunkRows = 8;
+
+template <tensor::DType D, int MR>
+STRATA_INLINE void panel_chunk(const MatmulArgs& a, int64_t rows, const uint8_t* panel, int64_t i0,
+                               int64_t j0) {
+  if constexpr (MR >= 1) {
+    if (rows == MR) return panel_tile<D, MR>(a, panel, i0, j0);
+    panel_chunk<D, MR - 1>(a, rows, panel, i0, j0);
+  }
+}
+
+template <tensor::DType D>
+void panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  const int64_t p_bytes = panel_bytes(D, a.k);
+  for (int64_t j0 = n_begin; j0 < n_end; j0 += kPanelRows) {
+    const uint8_t* panel = a.w_panels + j0 / kPanelRows * p_bytes;
+    for (int64_t i0 = 0; i0 < a.m; i0 += kPanelChunkRows) {
+      panel_chunk<D, kPanelChunkRows>(a, min64(kPanelChunkRows, a.m - i0), panel, i0, j0);
+    }
+  }
+}
+
+// Row values 0-15 and 16-31 (int8 codes) times d, as 32 bf16 at out.
+STRATA_INLINE void store_row_bf16(__m128i q0, __m128i q1, float d, uint16_t* out) {
+  const __m512 dr = _mm512_set1_ps(d);
+  const __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), dr);
+  const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), dr);
+  _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+}  // namespace
+
+void avx512_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
+                           int32_t* corr) {
+  const int64_t blocks = k / 32;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      __m128i q0, q1;
+      d[r * blocks + b] = quantize_block32(x + r * k + b * 32, &q0, &q1);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32), q0);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32 + 16), q1);
+      const __m512i s = _mm512_add_epi32(_mm512_cvtepi8_epi32(q0), _mm512_cvtepi8_epi32(q1));
+      corr[r * blocks + b] = -128 * _mm512_reduce_add_epi32(s);
+    }
+  }
+}
+
+void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  switch (a.w_dtype) {
+    case tensor::DType::kQ8_0:
+      return panels_range<tensor::DType::kQ8_0>(a, n_begin, n_end);
+    case tensor::DType::kQ4_0:
+      return panels_range<tensor::DType::kQ4_0>(a, n_begin, n_end);
+    case tensor::DType::kIQ4_NL:
+      return panels_range<tensor::DType::kIQ4_NL>(a, n_begin, n_end);
+    case tensor::DType::kQ5_0:
+      return panels_range<tensor::DType::kQ5_0>(a, n_begin, n_end);
+    default:
+      __builtin_trap();  // has_panel_layout() types only
+  }
+}
+
+namespace {
+
+void dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                            uint16_t* out, int64_t out_stride) {
+  constexpr tensor::DType kQ8 = tensor::DType::kQ8_0;
+  const int64_t blocks = a.k / 32, p_bytes = panel_bytes(kQ8, a.k);
+  // A block's 8 lines hold dword r = 4 values of row r; row r's 32 bytes are
+  // dword r of lines 0..7. Three rounds of two-source permutes transpose the
+  // 8 x 16 dwords into 8 registers of two rows each: pairs of lines (qword q
+  // = row q's dwords of both), then quads (128-bit chunk c = 4 lines of one
+  // row), then rows (256 bits of 8 lines per row).
+  const __m512i pair_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i pair_hi =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i quad_a = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+  const __m512i quad_b = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i rows_01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i rows_23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
+    const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
+    const int64_t nr = min64(kPanelRows, rows - r0);
+    for (int64_t b = k0 / 32; b < (k0 + kc) / 32; ++b) {
+      const uint8_t* codes = panel + panel_codes_offset(kQ8, b);
+      alignas(64) float d[kPanelRows];
+      _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                             panel + panel_scales_offset(kQ8, blocks, b)))));
+      __m512i pairs[2][4];  // [rows 0-7 / 8-15][lines 2p, 2p + 1]
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        const __m512i g0 = _mm512_load_si512(codes + 2 * p * 64);
+        const __m512i g1 = _mm512_load_si512(codes + (2 * p + 1) * 64);
+        pairs[0][p] = _mm512_permutex2var_epi32(g0, pair_lo, g1);
+        pairs[1][p] = _mm512_permutex2var_epi32(g0, pair_hi, g1);
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 2
+        for (int q = 0; q < 2; ++q) {  // rows h * 8 + q * 4 + 0..3
+          const __m512i& quad_idx = q == 0 ? quad_a : quad_b;
+          const __m512i lines03 = _mm512_permutex2var_epi64(pairs[h][0], quad_idx, pairs[h][1]);
+          const __m512i lines47 = _mm512_permutex2var_epi64(pairs[h][2], quad_idx, pairs[h][3]);
+#pragma GCC unroll 2
+          for (int t = 0; t < 2; ++t) {  // rows r, r + 1
+            const int64_t r = h * 8 + q * 4 + t * 2;
+            if (r >= nr) continue;
+            const __m512i two = _mm512_xor_si512(
+                _mm512_permutex2var_epi64(lines03, t == 0 ? rows_01 : rows_23, lines47), k80);
+            uint16_t* row = out + (r0 + r) * out_stride + (b * 32 - k0);
+            store_row_bf16(_mm512_extracti32x4_epi32(two, 0), _mm512_extracti32x4_epi32(two, 1),
+                           d[r], row);
+            if (r + 1 < nr) {
+              store_row_bf16(_mm512_extracti32x4_epi32(two, 2), _mm512_extracti32x4_epi32(two, 3),
+                             d[r + 1], row + out_stride);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Nibble panels (Q4_0, IQ4_NL, Q5_0): row r's 16 code bytes of a block are
+// dword r of its 4 lines (and its fifth bits dword r of the fifth line); the
+// values, exact in f32 (d times a small integer), are rounded to bf16 as the
+// row-major tiles round them.
+template <tensor::DType D>
+void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                int64_t kc, uint16_t* out, int64_t out_stride) {
+  const int64_t blocks = a.k / 32, p_bytes = panel_bytes(D, a.k);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i levels = _mm512_castsi512_si128(iq4_levels());
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
+    const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
+    const int64_t nr = min64(kPanelRows, rows - r0);
+    for (int64_t b = k0 / 32; b < (k0 + kc) / 32; ++b) {
+      const uint8_t* codes = panel + panel_codes_offset(D, b);
+      alignas(64) float d[kPanelRows];
+      _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                             panel + panel_scales_offset(D, blocks, b)))));
+      for (int64_t r = 0; r < nr; ++r) {
+        int32_t dw[4];
+        for (int g = 0; g < 4; ++g) std::memcpy(&dw[g], codes + g * 64 + r * 4, 4);
+        const __m128i bytes = _mm_setr_epi32(dw[0], dw[1], dw[2], dw[3]);
+        __m128i lo = _mm_and_si128(bytes, m4);
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), m4);
+        if constexpr (D == tensor::DType::kQ4_0) {
+          lo = _mm_sub_epi8(lo, _mm_set1_epi8(8));
+          hi = _mm_sub_epi8(hi, _mm_set1_epi8(8));
+        } else if constexpr (D == tensor::DType::kQ5_0) {
+          // Byte 4 g + c of `spread` = the fifth-bit byte c; its bit 2 g
+          // (low nibbles) or 2 g + 1 (high) goes to bit 4 by a per-dword shift
+          // (a count of 32 shifts to 0).
+          int32_t fifth;
+          std::memcpy(&fifth, codes + 4 * 64 + r * 4, 4);
+          const __m128i spread = _mm_set1_epi32(fifth);
+          const __m128i m10 = _mm_set1_epi8(0x10);
+          const __m128i lo_bits =
+              _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(4, 2, 0, 32)),
+                           _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 32, 2)));
+          const __m128i hi_bits =
+              _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(3, 1, 32, 32)),
+                           _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 1, 3)));
+          lo = _mm_sub_epi8(_mm_or_si128(lo, _mm_and_si128(lo_bits, m10)), _mm_set1_epi8(16));
+          hi = _mm_sub_epi8(_mm_or_si128(hi, _mm_and_si128(hi_bits, m10)), _mm_set1_epi8(16));
+        } else {
+          lo = _mm_shuffle_epi8(levels, lo);
+          hi = _mm_shuffle_epi8(levels, hi);
+        }
+        store_row_bf16(lo, hi, d[r], out + (r0 + r) * out_stride + (b * 32 - k0));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                int64_t kc, uint16_t* out, int64_t out_stride) {
+  switch (a.w_dtype) {
+    case tensor::DType::kQ8_0:
+      return dequant_q8_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
+    case tensor::DType::kQ4_0:
+      return dequant_nibble_panels_bf16<tensor::DType::kQ4_0>(a, j0, rows, k0, kc, out, out_stride);
+    case tensor::DType::kIQ4_NL:
+      return dequant_nibble_panels_bf16<tensor::DType::kIQ4_NL>(a, j0, rows, k0, kc, out,
+                                                                out_stride);
+    case tensor::DType::kQ5_0:
+      return dequant_nibble_panels_bf16<tensor::DType::kQ5_0>(a, j0, rows, k0, kc, out, out_stride);
+    default:
+      __builtin_trap();  // has_panel_layout() types only
+  }
+}
+
+}  // namespace strata::ops::cpu

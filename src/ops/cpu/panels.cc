@@ -1,0 +1,149 @@
+#include "ops/cpu/panels.h"
+
+#include <emmintrin.h>  // SSE2: baseline x86-64
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace strata::ops::cpu {
+
+namespace {
+
+// GGUF blocks of the panel dtypes: an f16 d, Q5_0's 4 bytes of fifth bits
+// (qh), then the code bytes (32 int8 values for Q8_0, 16 bytes of nibbles
+// otherwise).
+constexpr int64_t kScaleBytes = 2;
+int64_t row_code_bytes(tensor::DType t) { return t == tensor::DType::kQ8_0 ? 32 : 16; }
+int64_t high_bit_bytes(tensor::DType t) { return t == tensor::DType::kQ5_0 ? 4 : 0; }
+int64_t codes_in_block(tensor::DType t) { return kScaleBytes + high_bit_bytes(t); }
+int64_t block_bytes(tensor::DType t) { return codes_in_block(t) + row_code_bytes(t); }
+// Q5_0's fifth bits (bit j of qh: value j's) as the panel's fifth-bit line
+// holds one row's (panels.h), and back.
+uint32_t spread_high_bits(uint32_t qh) {
+  uint32_t out = 0;
+  for (int c = 0; c < 4; ++c) {
+    for (int g = 0; g < 4; ++g) {
+      out |= (qh >> (4 * g + c) & 1u) << (8 * c + 2 * g);
+      out |= (qh >> (16 + 4 * g + c) & 1u) << (8 * c + 2 * g + 1);
+    }
+  }
+  return out;
+}
+uint32_t gather_high_bits(uint32_t spread) {
+  uint32_t qh = 0;
+  for (int c = 0; c < 4; ++c) {
+    for (int g = 0; g < 4; ++g) {
+      qh |= (spread >> (8 * c + 2 * g) & 1u) << (4 * g + c);
+      qh |= (spread >> (8 * c + 2 * g + 1) & 1u) << (16 + 4 * g + c);
+    }
+  }
+  return qh;
+}
+// Q8_0 stores w + 128 == w ^ 0x80 (the unsigned operand of vpdpbusd); the
+// nibble types their bytes as they are.
+uint8_t code_flip(tensor::DType t) { return t == tensor::DType::kQ8_0 ? 0x80 : 0; }
+
+// Offset of code bytes [v, v + 4) of row r of block b (v % 4 == 0).
+inline int64_t code_offset(tensor::DType t, int64_t b, int64_t r, int64_t v) {
+  return panel_codes_offset(t, b) + v / 4 * 64 + r * 4;
+}
+
+}  // namespace
+
+void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k, uint8_t* out) {
+  STRATA_CHECK(has_panel_layout(t)) << tensor::dtype_name(t) << " has no panel layout";
+  const int64_t blocks = k / 32, p_bytes = panel_bytes(t, k), b_bytes = block_bytes(t);
+  const int64_t halves = row_code_bytes(t) / 16;
+  std::vector<const uint8_t*> rows;  // every row of the weight, in order
+  for (const PanelRows& part : parts) {
+    for (int64_t i = 0; i < part.n; ++i) {
+      rows.push_back(static_cast<const uint8_t*>(part.blocks) + i * blocks * b_bytes);
+    }
+  }
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(code_flip(t)));
+  // Each panel is written front to back: per block, its lines of 16 rows'
+  // 4 code bytes, then the scales. Rows past n are zero blocks: scale +0,
+  // codes as zero bytes of GGUF (128 in Q8_0's panels).
+  for (int64_t p = 0; p < panel_count(n); ++p) {
+    uint8_t* panel = out + p * p_bytes;
+    const int64_t r_end = std::min<int64_t>(kPanelRows, n - p * kPanelRows);
+    if (r_end < kPanelRows) {
+      std::memset(panel, 0, static_cast<size_t>(p_bytes));
+    } else if (blocks % 2 == 1) {  // the padding after a lone last block's scales
+      std::memset(panel + p_bytes - 32, 0, 32);
+    }
+    const uint8_t* const* panel_rows = rows.data() + p * kPanelRows;
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* codes = panel + panel_codes_offset(t, b);
+      // Four rows at a time: their 16-byte halves, transposed as 4 x 4
+      // dwords, are 16 bytes of four lines each.
+      for (int64_t r = 0; r < kPanelRows; r += 4) {
+        for (int64_t half = 0; half < halves; ++half) {
+          __m128i v[4];
+          for (int64_t i = 0; i < 4; ++i) {
+            v[i] = r + i < r_end
+                       ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                             panel_rows[r + i] + b * b_bytes + codes_in_block(t) + half * 16))
+                       : _mm_setzero_si128();
+          }
+          const __m128i t01lo = _mm_unpacklo_epi32(v[0], v[1]),
+                        t01hi = _mm_unpackhi_epi32(v[0], v[1]);
+          const __m128i t23lo = _mm_unpacklo_epi32(v[2], v[3]),
+                        t23hi = _mm_unpackhi_epi32(v[2], v[3]);
+          const __m128i line[4] = {
+              _mm_unpacklo_epi64(t01lo, t23lo), _mm_unpackhi_epi64(t01lo, t23lo),
+              _mm_unpacklo_epi64(t01hi, t23hi), _mm_unpackhi_epi64(t01hi, t23hi)};
+          for (int64_t g = 0; g < 4; ++g) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + (half * 4 + g) * 64 + r * 4),
+                             _mm_xor_si128(line[g], flip));
+          }
+        }
+      }
+      if (high_bit_bytes(t) != 0) {  // the fifth-bit line after the 4 nibble lines
+        for (int64_t r = 0; r < r_end; ++r) {
+          uint32_t qh;
+          std::memcpy(&qh, panel_rows[r] + b * b_bytes + kScaleBytes, 4);
+          const uint32_t spread = spread_high_bits(qh);
+          std::memcpy(codes + 4 * 64 + r * 4, &spread, 4);
+        }
+      }
+      uint8_t* scales = panel + panel_scales_offset(t, blocks, b);
+      for (int64_t r = 0; r < r_end; ++r) {
+        std::memcpy(scales + r * 2, panel_rows[r] + b * b_bytes, kScaleBytes);
+      }
+    }
+  }
+}
+
+void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_t j0, int64_t rows,
+                       void* out) {
+  STRATA_CHECK(has_panel_layout(t)) << tensor::dtype_name(t) << " has no panel layout";
+  const int64_t blocks = k / 32, b_bytes = block_bytes(t), codes = row_code_bytes(t);
+  const uint32_t flip = code_flip(t) * 0x01010101u;
+  for (int64_t j = j0; j < j0 + rows; ++j) {
+    const uint8_t* panel = panels + j / kPanelRows * panel_bytes(t, k);
+    const int64_t r = j % kPanelRows;
+    uint8_t* row = static_cast<uint8_t*>(out) + (j - j0) * blocks * b_bytes;
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* block = row + b * b_bytes;
+      std::memcpy(block, panel + panel_scales_offset(t, blocks, b) + r * 2, kScaleBytes);
+      if (high_bit_bytes(t) != 0) {
+        uint32_t spread;
+        std::memcpy(&spread, panel + code_offset(t, b, r, 16), 4);
+        const uint32_t qh = gather_high_bits(spread);
+        std::memcpy(block + kScaleBytes, &qh, 4);
+      }
+      for (int64_t v = 0; v < codes; v += 4) {
+        uint32_t four;
+        std::memcpy(&four, panel + code_offset(t, b, r, v), 4);
+        four ^= flip;
+        std::memcpy(block + codes_in_block(t) + v, &four, 4);
+      }
+    }
+  }
+}
+
+}  // namespace strata::ops::cpu

@@ -1,0 +1,87 @@
+// Weights in 16-row panels: the layout the AVX512-VNNI int8 kernels read
+// (avx512_panels.cc) for the types with 32-value blocks of one f16 scale and
+// no zero point of their own: Q8_0, Q4_0 / IQ4_NL (nibbles) and Q5_0
+// (nibbles and a fifth bit). Built once at load by MatmulWeight::prepare /
+// concat_rows in place of the GGUF row-major bytes. Portable code.
+//
+// Panel p holds weight rows [16 p, 16 p + 16); rows past n are GGUF blocks
+// of zero bytes (scale +0), so they compute 0 and unpack to zero bytes. Its k / 32 blocks go in
+// pairs, one after the other, each pair (a last odd block alone) as
+//   codes  [2 blocks][lines][16 rows][4 bytes]
+//   scales [2 blocks][16 rows]                   f16 (the block's d)
+// with, per block,
+//   Q8_0:          8 lines; line g, row r: u8 w + 128 of values 4 g .. 4 g + 3
+//                  (w the int8 code);
+//   Q4_0, IQ4_NL:  4 lines; line g, row r: the block's qs bytes 4 g .. 4 g + 3
+//                  as stored (low nibbles: values 4 g ..; high: 16 + 4 g ..);
+//   Q5_0:          those 4 lines, then a line of fifth bits: byte 4 r + c
+//                  holds value 4 g + c's at bit 2 g and 16 + 4 g + c's at
+//                  bit 2 g + 1 (g = 0..3), so one shift and mask per nibble
+//                  line put them at bit 4 of that line's bytes.
+// So one 64-byte line holds 4 (Q8_0) or 4 + 4 (nibbles) k values of all 16
+// rows: the operand vpdpbusd multiplies with 4 broadcast bytes of x, giving
+// 16 outputs' exact int32 block sums. A pair is 1,088 bytes (Q8_0, 17 lines),
+// 576 (9 lines) or 704 (Q5_0, 11 lines), the size of its 16 rows' GGUF
+// blocks; the panel is one sequential stream, and panels follow one another.
+//
+// Threading: pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace strata::ops::cpu {
+
+constexpr int64_t kPanelRows = 16;
+
+// True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0).
+constexpr bool has_panel_layout(tensor::DType t) {
+  return t == tensor::DType::kQ8_0 || t == tensor::DType::kQ4_0 || t == tensor::DType::kIQ4_NL ||
+         t == tensor::DType::kQ5_0;
+}
+// Code bytes of one block of a panel: 32 values x 16 rows.
+constexpr int64_t panel_block_codes(tensor::DType t) {
+  return t == tensor::DType::kQ8_0 ? 512 : t == tensor::DType::kQ5_0 ? 320 : 256;
+}
+constexpr int64_t kPanelBlockScales = 2 * kPanelRows;  // bytes: 16 f16
+constexpr int64_t panel_pair_bytes(tensor::DType t) {
+  return 2 * panel_block_codes(t) + 2 * kPanelBlockScales;
+}
+// A last odd block: its codes, its scales, padding to whole lines.
+constexpr int64_t panel_lone_bytes(tensor::DType t) { return panel_block_codes(t) + 64; }
+
+// Bytes of one panel of a weight with rows of k values (k % 32 == 0).
+constexpr int64_t panel_bytes(tensor::DType t, int64_t k) {
+  const int64_t blocks = k / 32;
+  return blocks / 2 * panel_pair_bytes(t) + blocks % 2 * panel_lone_bytes(t);
+}
+constexpr int64_t panel_count(int64_t n) { return (n + kPanelRows - 1) / kPanelRows; }
+// Offsets inside a panel of block b's codes and of its 16 f16 scales.
+constexpr int64_t panel_codes_offset(tensor::DType t, int64_t b) {
+  return b / 2 * panel_pair_bytes(t) + b % 2 * panel_block_codes(t);
+}
+constexpr int64_t panel_scales_offset(tensor::DType t, int64_t blocks, int64_t b) {
+  const int64_t in_unit = b / 2 * 2 + 1 < blocks ? 2 : 1;
+  return b / 2 * panel_pair_bytes(t) + in_unit * panel_block_codes(t) + b % 2 * kPanelBlockScales;
+}
+
+// Rows of GGUF blocks of a panel dtype, k / 32 blocks per row, rows one
+// after another.
+struct PanelRows {
+  const void* blocks = nullptr;
+  int64_t n = 0;
+};
+
+// Writes the panels of the weight of dtype t made of parts[0]'s rows, then
+// parts[1]'s, ... (n = the sum of their n) into out (panel_count(n) *
+// panel_bytes(t, k) bytes).
+void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k, uint8_t* out);
+
+// Rows [j0, j0 + rows) of a packed weight back as GGUF blocks, k / 32 per
+// row, into out (tests, and tables that read rows: a slow path).
+void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_t j0, int64_t rows,
+                       void* out);
+
+}  // namespace strata::ops::cpu
