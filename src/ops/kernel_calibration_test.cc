@@ -188,8 +188,8 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
                                            MatmulKernel::kOwn}));
     }
   }
-  // Q4_0, IQ4_NL and Q5_0 in panels: the panel kernel, or oneDNN on tiles from them.
-  for (DType dtype : {DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0}) {
+  // The low-bit types in panels: the panel kernel, or oneDNN on tiles from them.
+  for (DType dtype : {DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0, DType::kIQ4_XS}) {
     if (!cpu::reads_panels(cpu::active_kernels(), dtype)) continue;
     EXPECT_EQ(matmul_candidates({dtype, 896, 896, MatmulRegime::kDecode}),
               std::vector<MatmulKernel>{MatmulKernel::kOwn});
@@ -205,7 +205,7 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
   }
 }
 
-// Weights in panels (Q8_0, Q4_0, IQ4_NL, Q5_0), prefill with own-int8 (and the
+// Weights in panels (Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS), prefill with own-int8 (and the
 // static choice, which is it): each row has the bits it gets decoded alone,
 // so a token's logits do not depend on whether it was prefilled or decoded,
 // nor on the step's size.
@@ -217,7 +217,9 @@ TEST_F(CalibrationTest, PrefillOnPanelsHasTheDecodeBits) {
                              {DType::kQ4_0, 130, 1088},
                              {DType::kIQ4_NL, 130, 1088},
                              {DType::kQ5_0, 67, 96},
-                             {DType::kQ5_0, 130, 1088}}) {
+                             {DType::kQ5_0, 130, 1088},
+                             {DType::kIQ4_XS, 67, 256},
+                             {DType::kIQ4_XS, 130, 1280}}) {
     SCOPED_TRACE(tensor::dtype_name(dtype));
     const int64_t m = 41;
     StoredWeight s = random_stored_weight(dtype, n, k, 61);

@@ -5,7 +5,7 @@
 //   - Work is split over n (weight rows) across the pool in multiples of 16
 //     rows, so each thread streams its own weight rows once for all m rows
 //     of x (decode GEMV amortises weight reads over the batch).
-//   - Q8_0, Q4_0, Q5_0 and IQ4_NL on AVX512-VNNI CPUs: weights repacked at
+//   - Q8_0, Q4_0, Q5_0, IQ4_NL and IQ4_XS on AVX512-VNNI CPUs: weights repacked at
 //     load into 16-row panels (cpu/panels.h), x quantized to int8 per
 //     32-block once per call (as llama.cpp does), exact vpdpbusd int32 block
 //     sums for 16 outputs at a time, scaled by d_x * d_w, at every m unless
@@ -15,7 +15,7 @@
 //     widened exactly.
 //   - BF16 weights (any m) and Q8_0 with m > 16: x rounded to bf16 once per
 //     call, bf16 products with f32 sums; Q8_0 prefill rounds q*d to bf16.
-//   - Other low-bit GGUF types (Q4_1, Q5_1, K-quants, IQ4_XS) with m <= 16 on AVX512-VNNI
+//   - Other low-bit GGUF types (Q4_1, Q5_1, K-quants) with m <= 16 on AVX512-VNNI
 //     CPUs: x quantized to int8 per 32 values once per call, vpdpbusd of the
 //     weights' unsigned codes with x (avx512_quant.cc); m > 16: tiles
 //     dequantized to bf16 for the prefill GEMM. Tables without those kernels

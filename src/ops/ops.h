@@ -29,7 +29,7 @@ struct PanelRows;
 // at load time for the matmul kernels. Keeps the stored dtype (F32, F16, BF16,
 // Q8_0); it may hold a repacked copy when that makes the kernels faster, and
 // otherwise points at the caller's bytes (which must outlive it). Q8_0,
-// Q4_0, Q5_0 and IQ4_NL weights on CPUs with AVX512-VNNI are repacked into 16-row
+// Q4_0, Q5_0, IQ4_NL and IQ4_XS weights on CPUs with AVX512-VNNI are repacked into 16-row
 // panels (ops/cpu/panels.h) that every matmul path of that CPU's kernel
 // table reads, so the caller's rows are not read again in serving (only by
 // other tables and the exact f32 kernel, in tests); a fused weight of those

@@ -80,14 +80,13 @@ STRATA_INLINE int32_t block_seed(int32_t corr) {
   return corr;
 }
 
-// Adds block b (codes at `codes`, 16 f16 scales at `scales`) of MR x rows
-// into acc. With few x rows each row's block sum runs as two chains (Q8_0:
+// The exact int32 sums Σ w q of block b (codes at `codes`) for 16 weight
+// rows and MR x rows. With few x rows each sum runs as two chains (Q8_0:
 // lines 0-3 and 4-7; nibbles: low and high ones) for the core's sake;
 // integer sums are exact, so the split does not change any bit.
 template <tensor::DType D, int MR>
-STRATA_INLINE void panel_block(const MatmulArgs& a, const uint8_t* codes, const uint16_t* scales,
-                               const int8_t* xq, const float* xd, const int32_t* xc, int64_t blocks,
-                               int64_t b, __m512 (&acc)[MR]) {
+STRATA_INLINE void block_sums(const MatmulArgs& a, const uint8_t* codes, const int8_t* xq,
+                              const int32_t* xc, int64_t blocks, int64_t b, __m512i (&sum)[MR]) {
   constexpr bool kTwoChains = MR <= 4;
   __m512i lo[MR], hi[MR];
 #pragma GCC unroll 16
@@ -128,12 +127,49 @@ STRATA_INLINE void panel_block(const MatmulArgs& a, const uint8_t* codes, const 
       }
     }
   }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) sum[i] = kTwoChains ? _mm512_add_epi32(lo[i], hi[i]) : lo[i];
+}
+
+// Adds block b (codes at `codes`, 16 f16 scales at `scales`) of MR x rows
+// into acc.
+template <tensor::DType D, int MR>
+STRATA_INLINE void panel_block(const MatmulArgs& a, const uint8_t* codes, const uint16_t* scales,
+                               const int8_t* xq, const float* xd, const int32_t* xc, int64_t blocks,
+                               int64_t b, __m512 (&acc)[MR]) {
+  __m512i sum[MR];
+  block_sums<D, MR>(a, codes, xq, xc, blocks, b, sum);
   const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
-    const __m512i sum = kTwoChains ? _mm512_add_epi32(lo[i], hi[i]) : lo[i];
-    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i]),
                              _mm512_mul_ps(dw, _mm512_set1_ps(xd[i * blocks + b])), acc[i]);
+  }
+}
+
+// IQ4_XS (panels.h): each sub-block is an IQ4_NL block (x block 8 g + s)
+// whose exact sum is multiplied by the row's 6-bit scale - 32 (still exact:
+// |Σ| <= 32 * 127 * 128 and |scale| <= 32 keep it below 2^24) before the
+// same f32 step with the super-block's d.
+template <int MR>
+STRATA_INLINE void iq4_xs_group(const MatmulArgs& a, const uint8_t* group, const int8_t* xq,
+                                const float* xd, const int32_t* xc, int64_t blocks, int64_t g,
+                                __m512 (&acc)[MR]) {
+  for (int64_t line = 0; line < kIq4XsPanelCodes; line += 64) prefetch_panel(group + line);
+  const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group)));
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    const int64_t b = 8 * g + s;
+    __m512i sum[MR];
+    block_sums<tensor::DType::kIQ4_NL, MR>(a, group + kIq4XsPanelCodes + s * 256, xq, xc, blocks, b,
+                                           sum);
+    const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128(
+        reinterpret_cast<const __m128i*>(group + kIq4XsPanelScales + s * kPanelRows)));
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(sum[i], sc)),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(xd[i * blocks + b])), acc[i]);
+    }
   }
 }
 
@@ -148,18 +184,24 @@ void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j
   __m512 acc[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    const uint8_t* pair = panel + panel_codes_offset(D, b);
-    prefetch_panel(pair + 2 * kCodes);
-    const uint16_t* scales = reinterpret_cast<const uint16_t*>(pair + 2 * kCodes);
-    panel_block<D, MR>(a, pair, scales, xq, xd, xc, blocks, b, acc);
-    panel_block<D, MR>(a, pair + kCodes, scales + kPanelRows, xq, xd, xc, blocks, b + 1, acc);
-  }
-  if (b < blocks) {
-    const uint8_t* lone = panel + panel_codes_offset(D, b);
-    panel_block<D, MR>(a, lone, reinterpret_cast<const uint16_t*>(lone + kCodes), xq, xd, xc,
-                       blocks, b, acc);
+  if constexpr (D == tensor::DType::kIQ4_XS) {
+    for (int64_t g = 0; g < a.k / 256; ++g) {
+      iq4_xs_group<MR>(a, panel + g * kIq4XsPanelGroupBytes, xq, xd, xc, blocks, g, acc);
+    }
+  } else {
+    int64_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      const uint8_t* pair = panel + panel_codes_offset(D, b);
+      prefetch_panel(pair + 2 * kCodes);
+      const uint16_t* scales = reinterpret_cast<const uint16_t*>(pair + 2 * kCodes);
+      panel_block<D, MR>(a, pair, scales, xq, xd, xc, blocks, b, acc);
+      panel_block<D, MR>(a, pair + kCodes, scales + kPanelRows, xq, xd, xc, blocks, b + 1, acc);
+    }
+    if (b < blocks) {
+      const uint8_t* lone = panel + panel_codes_offset(D, b);
+      panel_block<D, MR>(a, lone, reinterpret_cast<const uint16_t*>(lone + kCodes), xq, xd, xc,
+                         blocks, b, acc);
+    }
   }
   const __mmask16 valid = tail_mask16(a.n - j0);
   const __m512 bias =
@@ -230,6 +272,8 @@ void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_
       return panels_range<tensor::DType::kIQ4_NL>(a, n_begin, n_end);
     case tensor::DType::kQ5_0:
       return panels_range<tensor::DType::kQ5_0>(a, n_begin, n_end);
+    case tensor::DType::kIQ4_XS:
+      return panels_range<tensor::DType::kIQ4_XS>(a, n_begin, n_end);
     default:
       __builtin_trap();  // has_panel_layout() types only
   }
@@ -237,10 +281,28 @@ void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_
 
 namespace {
 
+// The blocks of a tile of a weight in panels of type D: for the panels of
+// rows [j0, j0 + rows) (j0 % 16 == 0) and the blocks of k-values [k0, k0 + kc),
+// calls block(codes, d, r0, nr, b) with the block's first line, its 16 scales
+// as f32, the panel's first row in the tile and its rows in the tile.
+template <tensor::DType D, class Block>
+STRATA_INLINE void for_each_panel_block(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                        int64_t kc, Block&& block) {
+  const int64_t blocks = a.k / 32, p_bytes = panel_bytes(D, a.k);
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
+    const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
+    const int64_t nr = min64(kPanelRows, rows - r0);
+    for (int64_t b = k0 / 32; b < (k0 + kc) / 32; ++b) {
+      alignas(64) float d[kPanelRows];
+      _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                             panel + panel_scales_offset(D, blocks, b)))));
+      block(panel + panel_codes_offset(D, b), d, r0, nr, b);
+    }
+  }
+}
+
 void dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
                             uint16_t* out, int64_t out_stride) {
-  constexpr tensor::DType kQ8 = tensor::DType::kQ8_0;
-  const int64_t blocks = a.k / 32, p_bytes = panel_bytes(kQ8, a.k);
   // A block's 8 lines hold dword r = 4 values of row r; row r's 32 bytes are
   // dword r of lines 0..7. Three rounds of two-source permutes transpose the
   // 8 x 16 dwords into 8 registers of two rows each: pairs of lines (qword q
@@ -254,47 +316,41 @@ void dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64
   const __m512i rows_01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
   const __m512i rows_23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
   const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
-    const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
-    const int64_t nr = min64(kPanelRows, rows - r0);
-    for (int64_t b = k0 / 32; b < (k0 + kc) / 32; ++b) {
-      const uint8_t* codes = panel + panel_codes_offset(kQ8, b);
-      alignas(64) float d[kPanelRows];
-      _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                             panel + panel_scales_offset(kQ8, blocks, b)))));
-      __m512i pairs[2][4];  // [rows 0-7 / 8-15][lines 2p, 2p + 1]
+  for_each_panel_block<tensor::DType::kQ8_0>(
+      a, j0, rows, k0, kc,
+      [&](const uint8_t* codes, const float* d, int64_t r0, int64_t nr, int64_t b) {
+        __m512i pairs[2][4];  // [rows 0-7 / 8-15][lines 2p, 2p + 1]
 #pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        const __m512i g0 = _mm512_load_si512(codes + 2 * p * 64);
-        const __m512i g1 = _mm512_load_si512(codes + (2 * p + 1) * 64);
-        pairs[0][p] = _mm512_permutex2var_epi32(g0, pair_lo, g1);
-        pairs[1][p] = _mm512_permutex2var_epi32(g0, pair_hi, g1);
-      }
+        for (int p = 0; p < 4; ++p) {
+          const __m512i g0 = _mm512_load_si512(codes + 2 * p * 64);
+          const __m512i g1 = _mm512_load_si512(codes + (2 * p + 1) * 64);
+          pairs[0][p] = _mm512_permutex2var_epi32(g0, pair_lo, g1);
+          pairs[1][p] = _mm512_permutex2var_epi32(g0, pair_hi, g1);
+        }
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 2
-        for (int q = 0; q < 2; ++q) {  // rows h * 8 + q * 4 + 0..3
-          const __m512i& quad_idx = q == 0 ? quad_a : quad_b;
-          const __m512i lines03 = _mm512_permutex2var_epi64(pairs[h][0], quad_idx, pairs[h][1]);
-          const __m512i lines47 = _mm512_permutex2var_epi64(pairs[h][2], quad_idx, pairs[h][3]);
+          for (int q = 0; q < 2; ++q) {  // rows h * 8 + q * 4 + 0..3
+            const __m512i& quad_idx = q == 0 ? quad_a : quad_b;
+            const __m512i lines03 = _mm512_permutex2var_epi64(pairs[h][0], quad_idx, pairs[h][1]);
+            const __m512i lines47 = _mm512_permutex2var_epi64(pairs[h][2], quad_idx, pairs[h][3]);
 #pragma GCC unroll 2
-          for (int t = 0; t < 2; ++t) {  // rows r, r + 1
-            const int64_t r = h * 8 + q * 4 + t * 2;
-            if (r >= nr) continue;
-            const __m512i two = _mm512_xor_si512(
-                _mm512_permutex2var_epi64(lines03, t == 0 ? rows_01 : rows_23, lines47), k80);
-            uint16_t* row = out + (r0 + r) * out_stride + (b * 32 - k0);
-            store_row_bf16(_mm512_extracti32x4_epi32(two, 0), _mm512_extracti32x4_epi32(two, 1),
-                           d[r], row);
-            if (r + 1 < nr) {
-              store_row_bf16(_mm512_extracti32x4_epi32(two, 2), _mm512_extracti32x4_epi32(two, 3),
-                             d[r + 1], row + out_stride);
+            for (int t = 0; t < 2; ++t) {  // rows r, r + 1
+              const int64_t r = h * 8 + q * 4 + t * 2;
+              if (r >= nr) continue;
+              const __m512i two = _mm512_xor_si512(
+                  _mm512_permutex2var_epi64(lines03, t == 0 ? rows_01 : rows_23, lines47), k80);
+              uint16_t* row = out + (r0 + r) * out_stride + (b * 32 - k0);
+              store_row_bf16(_mm512_extracti32x4_epi32(two, 0), _mm512_extracti32x4_epi32(two, 1),
+                             d[r], row);
+              if (r + 1 < nr) {
+                store_row_bf16(_mm512_extracti32x4_epi32(two, 2), _mm512_extracti32x4_epi32(two, 3),
+                               d[r + 1], row + out_stride);
+              }
             }
           }
         }
-      }
-    }
-  }
+      });
 }
 
 // Nibble panels (Q4_0, IQ4_NL, Q5_0): row r's 16 code bytes of a block are
@@ -304,47 +360,70 @@ void dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64
 template <tensor::DType D>
 void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
-  const int64_t blocks = a.k / 32, p_bytes = panel_bytes(D, a.k);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i levels = _mm512_castsi512_si128(iq4_levels());
+  for_each_panel_block<D>(
+      a, j0, rows, k0, kc,
+      [&](const uint8_t* codes, const float* d, int64_t r0, int64_t nr, int64_t b) {
+        for (int64_t r = 0; r < nr; ++r) {
+          int32_t dw[4];
+          for (int g = 0; g < 4; ++g) std::memcpy(&dw[g], codes + g * 64 + r * 4, 4);
+          const __m128i bytes = _mm_setr_epi32(dw[0], dw[1], dw[2], dw[3]);
+          __m128i lo = _mm_and_si128(bytes, m4);
+          __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), m4);
+          if constexpr (D == tensor::DType::kQ4_0) {
+            lo = _mm_sub_epi8(lo, _mm_set1_epi8(8));
+            hi = _mm_sub_epi8(hi, _mm_set1_epi8(8));
+          } else if constexpr (D == tensor::DType::kQ5_0) {
+            // Byte 4 g + c of `spread` = the fifth-bit byte c; its bit 2 g
+            // (low nibbles) or 2 g + 1 (high) goes to bit 4 by a per-dword shift
+            // (a count of 32 shifts to 0).
+            int32_t fifth;
+            std::memcpy(&fifth, codes + 4 * 64 + r * 4, 4);
+            const __m128i spread = _mm_set1_epi32(fifth);
+            const __m128i m10 = _mm_set1_epi8(0x10);
+            const __m128i lo_bits =
+                _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(4, 2, 0, 32)),
+                             _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 32, 2)));
+            const __m128i hi_bits =
+                _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(3, 1, 32, 32)),
+                             _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 1, 3)));
+            lo = _mm_sub_epi8(_mm_or_si128(lo, _mm_and_si128(lo_bits, m10)), _mm_set1_epi8(16));
+            hi = _mm_sub_epi8(_mm_or_si128(hi, _mm_and_si128(hi_bits, m10)), _mm_set1_epi8(16));
+          } else {
+            lo = _mm_shuffle_epi8(levels, lo);
+            hi = _mm_shuffle_epi8(levels, hi);
+          }
+          store_row_bf16(lo, hi, d[r], out + (r0 + r) * out_stride + (b * 32 - k0));
+        }
+      });
+}
+
+// IQ4_XS panels: sub-block b = 8 g + s of row r is an IQ4_NL block under
+// d * (scale - 32), exact in f32; each value is that times its level, rounded
+// once to f32 and then to bf16, as the row-major tiles do (one fmsub).
+void dequant_iq4_xs_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
+                                int64_t kc, uint16_t* out, int64_t out_stride) {
+  const int64_t p_bytes = panel_bytes(tensor::DType::kIQ4_XS, a.k);
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const __m128i levels = _mm512_castsi512_si128(iq4_levels());
   for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
     const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
     const int64_t nr = min64(kPanelRows, rows - r0);
     for (int64_t b = k0 / 32; b < (k0 + kc) / 32; ++b) {
-      const uint8_t* codes = panel + panel_codes_offset(D, b);
-      alignas(64) float d[kPanelRows];
-      _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                             panel + panel_scales_offset(D, blocks, b)))));
+      const uint8_t* group = panel + b / 8 * kIq4XsPanelGroupBytes;
+      const uint8_t* codes = group + kIq4XsPanelCodes + b % 8 * 256;
       for (int64_t r = 0; r < nr; ++r) {
+        uint16_t d;
+        std::memcpy(&d, group + r * 2, 2);
+        const auto scale = static_cast<int8_t>(group[kIq4XsPanelScales + b % 8 * kPanelRows + r]);
         int32_t dw[4];
-        for (int g = 0; g < 4; ++g) std::memcpy(&dw[g], codes + g * 64 + r * 4, 4);
+        for (int line = 0; line < 4; ++line) std::memcpy(&dw[line], codes + line * 64 + r * 4, 4);
         const __m128i bytes = _mm_setr_epi32(dw[0], dw[1], dw[2], dw[3]);
-        __m128i lo = _mm_and_si128(bytes, m4);
-        __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), m4);
-        if constexpr (D == tensor::DType::kQ4_0) {
-          lo = _mm_sub_epi8(lo, _mm_set1_epi8(8));
-          hi = _mm_sub_epi8(hi, _mm_set1_epi8(8));
-        } else if constexpr (D == tensor::DType::kQ5_0) {
-          // Byte 4 g + c of `spread` = the fifth-bit byte c; its bit 2 g
-          // (low nibbles) or 2 g + 1 (high) goes to bit 4 by a per-dword shift
-          // (a count of 32 shifts to 0).
-          int32_t fifth;
-          std::memcpy(&fifth, codes + 4 * 64 + r * 4, 4);
-          const __m128i spread = _mm_set1_epi32(fifth);
-          const __m128i m10 = _mm_set1_epi8(0x10);
-          const __m128i lo_bits =
-              _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(4, 2, 0, 32)),
-                           _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 32, 2)));
-          const __m128i hi_bits =
-              _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(3, 1, 32, 32)),
-                           _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 1, 3)));
-          lo = _mm_sub_epi8(_mm_or_si128(lo, _mm_and_si128(lo_bits, m10)), _mm_set1_epi8(16));
-          hi = _mm_sub_epi8(_mm_or_si128(hi, _mm_and_si128(hi_bits, m10)), _mm_set1_epi8(16));
-        } else {
-          lo = _mm_shuffle_epi8(levels, lo);
-          hi = _mm_shuffle_epi8(levels, hi);
-        }
-        store_row_bf16(lo, hi, d[r], out + (r0 + r) * out_stride + (b * 32 - k0));
+        const __m128i lo = _mm_shuffle_epi8(levels, _mm_and_si128(bytes, m4));
+        const __m128i hi = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
+        store_row_bf16(lo, hi, _cvtsh_ss(d) * static_cast<float>(scale),
+                       out + (r0 + r) * out_stride + (b * 32 - k0));
       }
     }
   }
@@ -364,6 +443,8 @@ void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
                                                                 out_stride);
     case tensor::DType::kQ5_0:
       return dequant_nibble_panels_bf16<tensor::DType::kQ5_0>(a, j0, rows, k0, kc, out, out_stride);
+    case tensor::DType::kIQ4_XS:
+      return dequant_iq4_xs_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
     default:
       __builtin_trap();  // has_panel_layout() types only
   }

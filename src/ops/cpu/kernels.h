@@ -20,7 +20,7 @@
 
 namespace strata::ops {
 
-// Q8_0, Q4_0, Q5_0 and IQ4_NL weights where the active table decodes them in
+// Q8_0, Q4_0, Q5_0, IQ4_NL and IQ4_XS weights where the active table decodes them in
 // panels (cpu::panels_in_use()): the 16-row panels of cpu/panels.h, which
 // that table reads for every m (decode, and the prefill's bf16 tiles). Every
 // other dtype, and those elsewhere, reads the stored [n, k] rows.
@@ -237,7 +237,7 @@ struct KernelTable {
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                float* scratch);
-  // Weights in panels (a.w_panels; Q8_0, Q4_0, Q5_0, IQ4_NL), any m, columns
+  // Weights in panels (a.w_panels; Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS), any m, columns
   // [n_begin, n_end) of y with n_begin % 16 == 0, from the int8 activations
   // of x_to_q8_blocks (exact int32 block sums scaled by d_w * d_x;
   // avx512_panels.cc). nullptr when the table has none; the AVX-512 table's

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "tensor/quant_blocks.h"
 
 namespace strata::ops::cpu {
 
@@ -50,10 +51,77 @@ inline int64_t code_offset(tensor::DType t, int64_t b, int64_t r, int64_t v) {
   return panel_codes_offset(t, b) + v / 4 * 64 + r * 4;
 }
 
+// IQ4_XS: the panel of rows[0, rows_in) (16 slots; the rest zero) and its
+// rows back (panels.h).
+void pack_iq4_xs_panel(const uint8_t* const* rows, int64_t rows_in, int64_t k, uint8_t* panel) {
+  // Rows past rows_in are zero GGUF blocks: scale code 0, so -32 here.
+  std::memset(panel, 0, static_cast<size_t>(panel_bytes(tensor::DType::kIQ4_XS, k)));
+  for (int64_t g = 0; g < k / 256; ++g) {
+    for (int64_t s = 0; s < 8; ++s) {
+      std::memset(panel + g * kIq4XsPanelGroupBytes + kIq4XsPanelScales + s * kPanelRows, 0xE0,
+                  kPanelRows);
+    }
+  }
+  for (int64_t r = 0; r < rows_in; ++r) {
+    const auto* blocks = reinterpret_cast<const tensor::BlockIQ4_XS*>(rows[r]);
+    for (int64_t g = 0; g < k / 256; ++g) {
+      const tensor::BlockIQ4_XS& b = blocks[g];
+      uint8_t* group = panel + g * kIq4XsPanelGroupBytes;
+      std::memcpy(group + r * 2, &b.d, 2);
+      for (int s = 0; s < 8; ++s) {
+        const int ls =
+            ((b.scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((b.scales_h >> (2 * s)) & 3) << 4);
+        group[kIq4XsPanelScales + s * kPanelRows + r] =
+            static_cast<uint8_t>(static_cast<int8_t>(ls - 32));
+        for (int line = 0; line < 4; ++line) {
+          std::memcpy(group + kIq4XsPanelCodes + (s * 4 + line) * 64 + r * 4,
+                      b.qs + 16 * s + 4 * line, 4);
+        }
+      }
+    }
+  }
+}
+
+void unpack_iq4_xs_row(const uint8_t* panel, int64_t k, int64_t r, uint8_t* row) {
+  auto* blocks = reinterpret_cast<tensor::BlockIQ4_XS*>(row);
+  for (int64_t g = 0; g < k / 256; ++g) {
+    tensor::BlockIQ4_XS& b = blocks[g];
+    const uint8_t* group = panel + g * kIq4XsPanelGroupBytes;
+    std::memcpy(&b.d, group + r * 2, 2);
+    b.scales_h = 0;
+    std::memset(b.scales_l, 0, 4);
+    for (int s = 0; s < 8; ++s) {
+      const int ls = static_cast<int8_t>(group[kIq4XsPanelScales + s * kPanelRows + r]) + 32;
+      b.scales_l[s / 2] = static_cast<uint8_t>(b.scales_l[s / 2] | (ls & 0xF) << (4 * (s % 2)));
+      b.scales_h = static_cast<uint16_t>(b.scales_h | (ls >> 4) << (2 * s));
+      for (int line = 0; line < 4; ++line) {
+        std::memcpy(b.qs + 16 * s + 4 * line,
+                    group + kIq4XsPanelCodes + (s * 4 + line) * 64 + r * 4, 4);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k, uint8_t* out) {
   STRATA_CHECK(has_panel_layout(t)) << tensor::dtype_name(t) << " has no panel layout";
+  if (t == tensor::DType::kIQ4_XS) {
+    std::vector<const uint8_t*> rows;
+    for (const PanelRows& part : parts) {
+      for (int64_t i = 0; i < part.n; ++i) {
+        rows.push_back(static_cast<const uint8_t*>(part.blocks) +
+                       i * tensor::dtype_size_bytes(t, k));
+      }
+    }
+    const int64_t n = static_cast<int64_t>(rows.size());
+    for (int64_t p = 0; p < panel_count(n); ++p) {
+      pack_iq4_xs_panel(rows.data() + p * kPanelRows,
+                        std::min<int64_t>(kPanelRows, n - p * kPanelRows), k,
+                        out + p * panel_bytes(t, k));
+    }
+    return;
+  }
   const int64_t blocks = k / 32, p_bytes = panel_bytes(t, k), b_bytes = block_bytes(t);
   const int64_t halves = row_code_bytes(t) / 16;
   std::vector<const uint8_t*> rows;  // every row of the weight, in order
@@ -121,6 +189,13 @@ void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k
 void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_t j0, int64_t rows,
                        void* out) {
   STRATA_CHECK(has_panel_layout(t)) << tensor::dtype_name(t) << " has no panel layout";
+  if (t == tensor::DType::kIQ4_XS) {
+    for (int64_t j = j0; j < j0 + rows; ++j) {
+      unpack_iq4_xs_row(panels + j / kPanelRows * panel_bytes(t, k), k, j % kPanelRows,
+                        static_cast<uint8_t*>(out) + (j - j0) * tensor::dtype_size_bytes(t, k));
+    }
+    return;
+  }
   const int64_t blocks = k / 32, b_bytes = block_bytes(t), codes = row_code_bytes(t);
   const uint32_t flip = code_flip(t) * 0x01010101u;
   for (int64_t j = j0; j < j0 + rows; ++j) {

@@ -1,8 +1,9 @@
 // Weights in 16-row panels: the layout the AVX512-VNNI int8 kernels read
 // (avx512_panels.cc) for the types with 32-value blocks of one f16 scale and
 // no zero point of their own: Q8_0, Q4_0 / IQ4_NL (nibbles) and Q5_0
-// (nibbles and a fifth bit). Built once at load by MatmulWeight::prepare /
-// concat_rows in place of the GGUF row-major bytes. Portable code.
+// (nibbles and a fifth bit); and IQ4_XS, IQ4_NL's codes under a 6-bit scale
+// per 32 values. Built once at load by MatmulWeight::prepare / concat_rows in
+// place of the GGUF row-major bytes. Portable code.
 //
 // Panel p holds weight rows [16 p, 16 p + 16); rows past n are GGUF blocks
 // of zero bytes (scale +0), so they compute 0 and unpack to zero bytes. Its k / 32 blocks go in
@@ -24,6 +25,13 @@
 // 576 (9 lines) or 704 (Q5_0, 11 lines), the size of its 16 rows' GGUF
 // blocks; the panel is one sequential stream, and panels follow one another.
 //
+// IQ4_XS goes by super-blocks of 256 values instead, each 2,240 bytes (35
+// lines, 3% more than the GGUF blocks):
+//   d      [16 rows] f16, then 32 zero bytes
+//   scales [8 sub-blocks][16 rows] int8, the sub-block's 6-bit scale - 32
+//   codes  [8 sub-blocks][4 lines][16 rows][4 bytes], each sub-block's 16
+//          qs bytes as IQ4_NL's block above.
+//
 // Threading: pure functions of their arguments.
 #pragma once
 
@@ -36,11 +44,15 @@ namespace strata::ops::cpu {
 
 constexpr int64_t kPanelRows = 16;
 
-// True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0).
+// True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS).
 constexpr bool has_panel_layout(tensor::DType t) {
   return t == tensor::DType::kQ8_0 || t == tensor::DType::kQ4_0 || t == tensor::DType::kIQ4_NL ||
-         t == tensor::DType::kQ5_0;
+         t == tensor::DType::kQ5_0 || t == tensor::DType::kIQ4_XS;
 }
+// IQ4_XS super-blocks in a panel: bytes, and offsets of the parts inside one.
+constexpr int64_t kIq4XsPanelGroupBytes = 2240;
+constexpr int64_t kIq4XsPanelScales = 64;
+constexpr int64_t kIq4XsPanelCodes = 192;
 // Code bytes of one block of a panel: 32 values x 16 rows.
 constexpr int64_t panel_block_codes(tensor::DType t) {
   return t == tensor::DType::kQ8_0 ? 512 : t == tensor::DType::kQ5_0 ? 320 : 256;
@@ -52,13 +64,16 @@ constexpr int64_t panel_pair_bytes(tensor::DType t) {
 // A last odd block: its codes, its scales, padding to whole lines.
 constexpr int64_t panel_lone_bytes(tensor::DType t) { return panel_block_codes(t) + 64; }
 
-// Bytes of one panel of a weight with rows of k values (k % 32 == 0).
+// Bytes of one panel of a weight with rows of k values (k % 32 == 0; IQ4_XS:
+// k % 256 == 0).
 constexpr int64_t panel_bytes(tensor::DType t, int64_t k) {
+  if (t == tensor::DType::kIQ4_XS) return k / 256 * kIq4XsPanelGroupBytes;
   const int64_t blocks = k / 32;
   return blocks / 2 * panel_pair_bytes(t) + blocks % 2 * panel_lone_bytes(t);
 }
 constexpr int64_t panel_count(int64_t n) { return (n + kPanelRows - 1) / kPanelRows; }
-// Offsets inside a panel of block b's codes and of its 16 f16 scales.
+// Offsets inside a panel of block b's codes and of its 16 f16 scales (the
+// 32-value types).
 constexpr int64_t panel_codes_offset(tensor::DType t, int64_t b) {
   return b / 2 * panel_pair_bytes(t) + b % 2 * panel_block_codes(t);
 }

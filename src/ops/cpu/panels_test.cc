@@ -1,4 +1,4 @@
-// The panel layout (cpu/panels.h) of Q8_0, Q4_0, IQ4_NL and Q5_0: packing round
+// The panel layout (cpu/panels.h) of Q8_0, Q4_0, IQ4_NL, Q5_0 and IQ4_XS: packing round
 // trip, zero rows past n, where values sit, and the prefill's bf16 tiles read
 // from panels equal to those read from rows, bit for bit.
 #include "ops/cpu/panels.h"
@@ -23,13 +23,27 @@ using ops::testing::random_stored_weight;
 using ops::testing::StoredWeight;
 using tensor::DType;
 
-constexpr DType kPanelTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0};
+constexpr DType kPanelTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0,
+                                 DType::kIQ4_XS};
+
+// A row length for type t: k for the 32-value types, the next multiple of
+// 256 for IQ4_XS (its super-blocks).
+int64_t k_for(DType t, int64_t k) { return t == DType::kIQ4_XS ? (k + 255) / 256 * 256 : k; }
+
+// Offset in a panel of code bytes [4, 8) of row 1 in the first block, and in
+// its GGUF row.
+int64_t first_codes_in_panel(DType t) {
+  return (t == DType::kIQ4_XS ? kIq4XsPanelCodes : 0) + 64 + 4;
+}
+int64_t first_codes_in_row(DType t) {
+  return (t == DType::kQ5_0 ? 6 : t == DType::kIQ4_XS ? 8 : 2) + 4;  // after d (and qh / scales)
+}
 
 TEST(Panels, PackedPartsUnpackToTheirRows) {
   // k = 96: one pair and a lone block; k = 128: two pairs. 37 + 4 rows end
   // mid-panel.
   for (DType t : kPanelTypes) {
-    for (int64_t k : {96, 128}) {
+    for (int64_t k : {k_for(t, 96), k_for(t, 128) * (t == DType::kIQ4_XS ? 2 : 1)}) {
       SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " k=" + std::to_string(k));
       StoredWeight a = random_stored_weight(t, 37, k, 1);
       StoredWeight b = random_stored_weight(t, 4, k, 2);
@@ -45,12 +59,12 @@ TEST(Panels, PackedPartsUnpackToTheirRows) {
                                static_cast<size_t>(4 * row_bytes)));
       for (int64_t i = 41 * row_bytes; i < 48 * row_bytes; ++i) ASSERT_EQ(rows[i], 0) << i;
       // A line holds 4 code bytes of 16 rows: row 1's bytes 4-7 of block 0
-      // sit at 64 + 4 (Q8_0: values 4-7 as w + 128; nibbles: the qs bytes).
+      // sit on the block's second line, at 4 (Q8_0: values 4-7 as w + 128;
+      // nibbles: the qs bytes).
       const uint8_t* row1 = a.bytes.data() + row_bytes;
-      const int qs = t == DType::kQ5_0 ? 6 : 2;  // after the block's f16 d (and qh)
       for (int v = 0; v < 4; ++v) {
-        const uint8_t stored = row1[qs + 4 + v];
-        EXPECT_EQ(panels[64 + 4 + v], t == DType::kQ8_0 ? stored ^ 0x80 : stored);
+        const uint8_t stored = row1[first_codes_in_row(t) + v];
+        EXPECT_EQ(panels[first_codes_in_panel(t) + v], t == DType::kQ8_0 ? stored ^ 0x80 : stored);
       }
     }
   }
@@ -61,7 +75,7 @@ TEST(Panels, ConcatRowsUnpacksToTheParts) {
   for (DType t : kPanelTypes) {
     if (!panels_in_use(t)) GTEST_SKIP() << "weights are not kept in panels on this CPU";
     SCOPED_TRACE(tensor::dtype_name(t));
-    const int64_t k = 224;
+    const int64_t k = k_for(t, 224);
     StoredWeight a = random_stored_weight(t, 19, k, 3);
     StoredWeight b = random_stored_weight(t, 30, k, 4);
     MatmulWeight fused = MatmulWeight::concat_rows({&a.view, &b.view});
@@ -82,7 +96,8 @@ TEST(Panels, Bf16TilesFromPanelsEqualTilesFromRows) {
   const KernelTable& t = active_kernels();
   for (DType dtype : kPanelTypes) {
     if (!panels_in_use(dtype)) GTEST_SKIP() << "weights are not kept in panels on this CPU";
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{83, 96}, {150, 1088}, {40, 2080}}) {
+    for (auto [n, k_32] : {std::pair<int64_t, int64_t>{83, 96}, {150, 1088}, {40, 2080}}) {
+      const int64_t k = k_for(dtype, k_32);
       SCOPED_TRACE(std::string(tensor::dtype_name(dtype)) + " " + std::to_string(n) + "x" +
                    std::to_string(k));
       StoredWeight s = random_stored_weight(dtype, n, k, 5);
