@@ -28,7 +28,7 @@ Status Model::prepare_weights(const LoadProgress& progress) {
   STRATA_ASSIGN_OR_RETURN(final_norm_,
                           RmsNorm::load(w, "model.norm.weight", c.hidden_size, c.rms_norm_eps));
   // The head and the layers are prepared as independent tasks on a few
-  // threads: repacking Q8_0 into panels and copying fused weights run at the
+  // threads: repacking weights into panels and copying fused weights run at the
   // speed of first-touch page faults and memory, and one core leaves the
   // others idle (on 2 cores a Q8_0 file of Qwen2.5-0.5B's shape loads in
   // 0.8 s instead of 1.7). Results land in their slots, so the model is the

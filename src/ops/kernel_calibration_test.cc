@@ -38,9 +38,9 @@ using testing::StoredWeight;
 void reference_for(MatmulKernel kernel, const float* x, int64_t m, const tensor::TensorView& w,
                    const float* bias, float* ref) {
   const DType dtype = w.dtype;
-  // (Q8_0 keeps int8 x above 16 rows with own-int8 and static on panels, and
-  // without oneDNN, STRATA_NO_ONEDNN=1.)
-  if (dtype == DType::kQ8_0 && cpu::q8_uses_int8_x(cpu::active_kernels(), m, kernel)) {
+  // (Weights in panels keep int8 x above 16 rows with own-int8 and static,
+  // as without oneDNN, STRATA_NO_ONEDNN=1.)
+  if (cpu::uses_int8_x(cpu::active_kernels(), dtype, m, kernel)) {
     reference::matmul_q8_activations(x, m, w, bias, ref);
   } else if (cpu::matmul_mode(dtype, m) == cpu::MatmulMode::kF32) {
     reference::matmul(x, m, w, bias, ref);
@@ -83,6 +83,43 @@ TEST_F(CalibrationTest, EveryCandidateMatchesReference) {
     }
   }
   EXPECT_GT(checked, 4 * 5 * 3 - 1);
+}
+
+// The low-bit types kept in panels, for every candidate of their classes
+// (prefill: the int8 panel kernel and oneDNN on bf16 tiles made from the
+// panels), on a prepared weight and on a fused one that keeps only panels.
+TEST_F(CalibrationTest, PanelLowbitCandidatesMatchReference) {
+  int checked = 0;
+  for (DType dtype : {DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS}) {
+    for (int64_t m : {1, 17, 64}) {
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 256}, {130, 1280}}) {
+        StoredWeight part_a = random_stored_weight(dtype, n - 16, k, 71);
+        StoredWeight part_b = random_stored_weight(dtype, 16, k, 72);
+        std::vector<uint8_t> rows = part_a.bytes;  // the fused weight's rows
+        rows.insert(rows.end(), part_b.bytes.begin(), part_b.bytes.end());
+        const tensor::TensorView view{rows.data(), dtype, {n, k}};
+        MatmulWeight prepared = MatmulWeight::prepare(view);
+        MatmulWeight fused = MatmulWeight::concat_rows({&part_a.view, &part_b.view});
+        std::vector<float> x = random_floats(m * k, 73), bias = random_floats(n, 74);
+        for (MatmulKernel kernel : matmul_candidates({dtype, n, k, matmul_regime(m)})) {
+          for (const MatmulWeight* w : {&prepared, &fused}) {
+            SCOPED_TRACE(std::string(tensor::dtype_name(dtype)) + " m=" + std::to_string(m) +
+                         " k=" + std::to_string(k) + " " + matmul_kernel_name(kernel) +
+                         (w == &fused ? " fused" : ""));
+            std::vector<float> y(static_cast<size_t>(m * n), NAN), ref(y.size());
+            cpu::run_matmul(cpu::active_kernels(), x.data(), m, *w, bias.data(), y.data(), pool_,
+                            kernel);
+            reference_for(kernel, x.data(), m, view, bias.data(), ref.data());
+            EXPECT_LT(normalized_error(x.data(), m, view, bias.data(), y.data(), ref.data()), 1e-5);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  if (!cpu::reads_panels(cpu::active_kernels(), DType::kQ4_0)) return;
+  // Per type, shape and m: two weights; prefill on panels with oneDNN has two candidates.
+  EXPECT_EQ(checked, 4 * 2 * (2 + 2 * (cpu::onednn_enabled() ? 2 : 1) * 2));
 }
 
 // Decode is one regime for m <= 16: each decode candidate gives bit-identical

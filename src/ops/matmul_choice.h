@@ -8,7 +8,8 @@
 // the step (the engine's batch-invariance tests rely on it).
 //
 // Candidates per class (matmul_candidates(); the first is the static choice):
-//   decode,  Q8_0 on AVX512-VNNI:          own int8-activation kernel on 16-row panels only
+//   decode,  Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS on AVX512-VNNI: own int8-activation kernel on
+//                                          16-row panels only
 //   decode,  Q8_0 on AVX2:                 own int8-activation kernel, own exact (f32 x) kernel
 //   decode,  F32 / F16 / BF16 on AVX-512:  own kernel, own kernel leaving one-row tiles to the
 //                                          hardware prefetcher, own kernel with four-row
@@ -22,6 +23,8 @@
 //                                          decode kernel: llama.cpp's Q8_0 arithmetic, and
 //                                          every row the bits it has in decode), oneDNN on
 //                                          bf16 tiles, own bf16 kernel on bf16 tiles
+//   prefill, Q4_0, Q5_0, IQ4_NL, IQ4_XS on AVX512-VNNI with oneDNN: own int8-activation kernel
+//                                          on the panels, oneDNN on bf16 tiles from them
 //   prefill, F32 / BF16 / Q8_0 with oneDNN: oneDNN in place (Q8_0: bf16 tiles), own kernel
 //   prefill, otherwise:                    the static path only
 //
@@ -52,8 +55,9 @@ enum class MatmulKernel : uint8_t {
                    // tiles of one weight row (bit-identical to kOwn)
   kOwnFourRows,    // F32 / F16 / BF16 decode only: kOwn with m = 1 tiles of four weight
                    // rows instead of one (bit-identical to kOwn)
-  kOwnInt8,        // Q8_0 prefill on 16-row panels only: the decode's int8-activation
-                   // kernel at every m (its rows have the decode's bits)
+  kOwnInt8,        // prefill of weights in 16-row panels only (Q8_0, Q4_0, Q5_0, IQ4_NL,
+                   // IQ4_XS): the decode's int8-activation kernel at every m (its rows
+                   // have the decode's bits)
 };
 // "static", "own", "own-exact", "onednn", "own-hwprefetch", "own-4rows", "own-int8"
 const char* matmul_kernel_name(MatmulKernel k);

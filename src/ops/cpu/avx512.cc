@@ -12,8 +12,9 @@
 //   to bf16 (q*d rounded to bf16) into per-thread scratch. Batched decode
 //   (1 < m <= 16) with x in L1: one weight row (two above 8 x rows) against
 //   chunks of up to 8 x rows, one stream over the weights (rows_bf16_x_in_l1).
-// matmul, Q8_0 / Q4_0 / IQ4_NL decode on VNNI CPUs: weights in 16-row
-//   panels, x quantized to int8, vpdpbusd (avx512_panels.cc).
+// matmul, Q8_0 / Q4_0 / Q5_0 / IQ4_NL / IQ4_XS on VNNI CPUs: weights in
+//   16-row panels, x quantized to int8, vpdpbusd, at every m unless
+//   calibration chose bf16 tiles for prefill (avx512_panels.cc).
 // Every output element is reduced in the same order whatever its tile, so the
 // results do not depend on m or on how n is split across threads.
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-// Weights in 16-row panels (panels.h: Q8_0, Q4_0, IQ4_NL), AVX512-VNNI: the
+// Weights in 16-row panels (panels.h: Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS), AVX512-VNNI: the
 // int8 kernel (every decode m, and prefill unless calibration chose a
 // bf16-tile candidate: uses_panels()) and the bf16 tiles of those
 // candidates. Compiled with the AVX-512 flags (ops/CMakeLists.txt); only
@@ -8,10 +8,11 @@
 // (x_to_q8_blocks: int8 q, f32 d, and -128 Σq per block). A panel line holds
 // 4 k values of 16 weight rows as unsigned bytes u (Q8_0: w + 128; Q4_0: the
 // nibble, w = u - 8, two values per byte; Q5_0: the nibble and its fifth bit,
-// w = u - 16; IQ4_NL: the level + 128 looked up from the nibble by vpshufb),
-// so one vpdpbusd with 4 broadcast bytes of x adds Σ u q for 16 outputs;
-// seeded with -128 Σq (Q4_0: -8 Σq, Q5_0: -16 Σq) they give
-// each output's exact block sum Σ w q (|Σ| < 2^24, exact in f32 too). Each
+// w = u - 16; IQ4_NL and IQ4_XS: the level + 128 looked up from the nibble
+// by vpshufb), so one vpdpbusd with 4 broadcast bytes of x adds Σ u q for 16
+// outputs; seeded with -128 Σq (Q4_0: -8 Σq, Q5_0: -16 Σq) they give
+// each output's exact block sum Σ w q (|Σ| < 2^24, exact in f32 too; IQ4_XS
+// multiplies it by the row's sub-block scale - 32, still exact). Each
 // output is then, block by block in k order,
 //   acc = fma(float(Σ w q), d_w * d_x, acc)       (one f32 lane per output)
 // and y = acc (+ bias). That is a function of the output's row of weights
@@ -71,8 +72,8 @@ STRATA_INLINE __m512i with_fifth_bit(__m512i nibbles, __m512i high, int bit) {
   return _mm512_ternarylogic_epi32(nibbles, at4, _mm512_set1_epi8(0x10), 0xF8);  // a | (b & c)
 }
 
-// The int32 seed of a block sum: Σ u q - Σ w q, from the block's -128 Σq
-// (exact divisions: corr % 128 == 0).
+// The int32 seed of a block sum, Σ w q - Σ u q = -z Σq for the code offset z
+// (w = u - z), from the block's corr = -128 Σq (exact divisions: corr % 128 == 0).
 template <tensor::DType D>
 STRATA_INLINE int32_t block_seed(int32_t corr) {
   if constexpr (D == tensor::DType::kQ4_0) return corr / 16;  // -8 Σq
@@ -238,6 +239,16 @@ void panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
 }
 
 // Row values 0-15 and 16-31 (int8 codes) times d, as 32 bf16 at out.
+// Row values 0-15 and 16-31 from unsigned codes u0, u1 (u8) as u * a - b,
+// rounded once (the row-major low-bit tiles' fmsub, zero signs included),
+// as 32 bf16 at out.
+STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a, float b, uint16_t* out) {
+  const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+  const __m512 lo = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u0)), va, vb);
+  const __m512 hi = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u1)), va, vb);
+  _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
 STRATA_INLINE void store_row_bf16(__m128i q0, __m128i q1, float d, uint16_t* out) {
   const __m512 dr = _mm512_set1_ps(d);
   const __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), dr);
@@ -355,13 +366,16 @@ void dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64
 
 // Nibble panels (Q4_0, IQ4_NL, Q5_0): row r's 16 code bytes of a block are
 // dword r of its 4 lines (and its fifth bits dword r of the fifth line); the
-// values, exact in f32 (d times a small integer), are rounded to bf16 as the
-// row-major tiles round them.
+// values are u * d - z d from the unsigned codes, as the row-major tiles
+// compute them (exact in f32; the same bf16 bits, zero signs included).
 template <tensor::DType D>
 void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  const __m128i levels = _mm512_castsi512_si128(iq4_levels());
+  const __m128i table = _mm512_castsi512_si128(iq4_table());  // IQ4_NL: level + 128
+  constexpr float kZeroPoint = D == tensor::DType::kQ4_0   ? 8.0f
+                               : D == tensor::DType::kQ5_0 ? 16.0f
+                                                           : 128.0f;
   for_each_panel_block<D>(
       a, j0, rows, k0, kc,
       [&](const uint8_t* codes, const float* d, int64_t r0, int64_t nr, int64_t b) {
@@ -371,10 +385,7 @@ void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
           const __m128i bytes = _mm_setr_epi32(dw[0], dw[1], dw[2], dw[3]);
           __m128i lo = _mm_and_si128(bytes, m4);
           __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), m4);
-          if constexpr (D == tensor::DType::kQ4_0) {
-            lo = _mm_sub_epi8(lo, _mm_set1_epi8(8));
-            hi = _mm_sub_epi8(hi, _mm_set1_epi8(8));
-          } else if constexpr (D == tensor::DType::kQ5_0) {
+          if constexpr (D == tensor::DType::kQ5_0) {
             // Byte 4 g + c of `spread` = the fifth-bit byte c; its bit 2 g
             // (low nibbles) or 2 g + 1 (high) goes to bit 4 by a per-dword shift
             // (a count of 32 shifts to 0).
@@ -388,13 +399,14 @@ void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
             const __m128i hi_bits =
                 _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(3, 1, 32, 32)),
                              _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 1, 3)));
-            lo = _mm_sub_epi8(_mm_or_si128(lo, _mm_and_si128(lo_bits, m10)), _mm_set1_epi8(16));
-            hi = _mm_sub_epi8(_mm_or_si128(hi, _mm_and_si128(hi_bits, m10)), _mm_set1_epi8(16));
-          } else {
-            lo = _mm_shuffle_epi8(levels, lo);
-            hi = _mm_shuffle_epi8(levels, hi);
+            lo = _mm_or_si128(lo, _mm_and_si128(lo_bits, m10));
+            hi = _mm_or_si128(hi, _mm_and_si128(hi_bits, m10));
+          } else if constexpr (D == tensor::DType::kIQ4_NL) {
+            lo = _mm_shuffle_epi8(table, lo);
+            hi = _mm_shuffle_epi8(table, hi);
           }
-          store_row_bf16(lo, hi, d[r], out + (r0 + r) * out_stride + (b * 32 - k0));
+          store_codes_bf16(lo, hi, d[r], d[r] * kZeroPoint,
+                           out + (r0 + r) * out_stride + (b * 32 - k0));
         }
       });
 }
@@ -406,7 +418,7 @@ void dequant_iq4_xs_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
   const int64_t p_bytes = panel_bytes(tensor::DType::kIQ4_XS, a.k);
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  const __m128i levels = _mm512_castsi512_si128(iq4_levels());
+  const __m128i table = _mm512_castsi512_si128(iq4_table());  // level + 128
   for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
     const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
     const int64_t nr = min64(kPanelRows, rows - r0);
@@ -420,10 +432,10 @@ void dequant_iq4_xs_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
         int32_t dw[4];
         for (int line = 0; line < 4; ++line) std::memcpy(&dw[line], codes + line * 64 + r * 4, 4);
         const __m128i bytes = _mm_setr_epi32(dw[0], dw[1], dw[2], dw[3]);
-        const __m128i lo = _mm_shuffle_epi8(levels, _mm_and_si128(bytes, m4));
-        const __m128i hi = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
-        store_row_bf16(lo, hi, _cvtsh_ss(d) * static_cast<float>(scale),
-                       out + (r0 + r) * out_stride + (b * 32 - k0));
+        const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, m4));
+        const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
+        const float dl = _cvtsh_ss(d) * static_cast<float>(scale);
+        store_codes_bf16(lo, hi, dl, dl * 128.0f, out + (r0 + r) * out_stride + (b * 32 - k0));
       }
     }
   }
