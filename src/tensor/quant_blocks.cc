@@ -18,11 +18,6 @@ uint32_t load_u32(const uint8_t* p) {
 // Fifth bit of value j (0..31) of a Q5_0 / Q5_1 block.
 int q5_high(uint32_t qh, int j) { return static_cast<int>((qh >> j) & 1u) << 4; }
 
-// IQ4_XS: 6-bit scale of sub-block ib (0..7), still offset by 32.
-int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
-  return ((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b.scales_h >> (2 * ib)) & 3) << 4);
-}
-
 // ---- dequantize: llama.cpp's formulas, same order of f32 operations ----
 
 void deq_q4_0(const BlockQ4_0* x, int64_t nb, float* y) {
@@ -380,6 +375,10 @@ void unpack_group(const void* row, DType dtype, int64_t k, int64_t g, UnpackedGr
   } else {
     unpack_superblock(row, dtype, g, out);
   }
+}
+
+int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
+  return ((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b.scales_h >> (2 * ib)) & 3) << 4);
 }
 
 }  // namespace strata::tensor

@@ -129,6 +129,10 @@ void q3k_scales(const uint8_t* packed12, uint8_t out[16]);
 // as `dtype` (Q8_0 or is_low_bit_quant()).
 void dequantize_row(const void* src, DType dtype, int64_t n, float* out);
 
+// IQ4_XS: the 6-bit scale code of sub-block ib (0..7) of b, still offset by
+// 32 (the sub-block's scale is d * (code - 32)).
+int iq4xs_scale(const BlockIQ4_XS& b, int ib);
+
 // One group of a quantized row as codes and factors (see the header comment).
 // row: the row's first block; k: values in the row (a multiple of the block
 // size); g: group index, g * 256 < k.

@@ -69,10 +69,8 @@ void pack_iq4_xs_panel(const uint8_t* const* rows, int64_t rows_in, int64_t k, u
       uint8_t* group = panel + g * kIq4XsPanelGroupBytes;
       std::memcpy(group + r * 2, &b.d, 2);
       for (int s = 0; s < 8; ++s) {
-        const int ls =
-            ((b.scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((b.scales_h >> (2 * s)) & 3) << 4);
         group[kIq4XsPanelScales + s * kPanelRows + r] =
-            static_cast<uint8_t>(static_cast<int8_t>(ls - 32));
+            static_cast<uint8_t>(static_cast<int8_t>(tensor::iq4xs_scale(b, s) - 32));
         for (int line = 0; line < 4; ++line) {
           std::memcpy(group + kIq4XsPanelCodes + (s * 4 + line) * 64 + r * 4,
                       b.qs + 16 * s + 4 * line, 4);
@@ -106,15 +104,14 @@ void unpack_iq4_xs_row(const uint8_t* panel, int64_t k, int64_t r, uint8_t* row)
 
 void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k, uint8_t* out) {
   STRATA_CHECK(has_panel_layout(t)) << tensor::dtype_name(t) << " has no panel layout";
-  if (t == tensor::DType::kIQ4_XS) {
-    std::vector<const uint8_t*> rows;
-    for (const PanelRows& part : parts) {
-      for (int64_t i = 0; i < part.n; ++i) {
-        rows.push_back(static_cast<const uint8_t*>(part.blocks) +
-                       i * tensor::dtype_size_bytes(t, k));
-      }
+  std::vector<const uint8_t*> rows;  // every row of the weight, in order
+  for (const PanelRows& part : parts) {
+    for (int64_t i = 0; i < part.n; ++i) {
+      rows.push_back(static_cast<const uint8_t*>(part.blocks) + i * tensor::dtype_size_bytes(t, k));
     }
-    const int64_t n = static_cast<int64_t>(rows.size());
+  }
+  const int64_t n = static_cast<int64_t>(rows.size());
+  if (t == tensor::DType::kIQ4_XS) {
     for (int64_t p = 0; p < panel_count(n); ++p) {
       pack_iq4_xs_panel(rows.data() + p * kPanelRows,
                         std::min<int64_t>(kPanelRows, n - p * kPanelRows), k,
@@ -124,13 +121,6 @@ void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k
   }
   const int64_t blocks = k / 32, p_bytes = panel_bytes(t, k), b_bytes = block_bytes(t);
   const int64_t halves = row_code_bytes(t) / 16;
-  std::vector<const uint8_t*> rows;  // every row of the weight, in order
-  for (const PanelRows& part : parts) {
-    for (int64_t i = 0; i < part.n; ++i) {
-      rows.push_back(static_cast<const uint8_t*>(part.blocks) + i * blocks * b_bytes);
-    }
-  }
-  const int64_t n = static_cast<int64_t>(rows.size());
   const __m128i flip = _mm_set1_epi8(static_cast<char>(code_flip(t)));
   // Each panel is written front to back: per block, its lines of 16 rows'
   // 4 code bytes, then the scales. Rows past n are zero blocks: scale +0,
