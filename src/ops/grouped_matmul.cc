@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/panels.h"
 #include "ops/matmul_choice.h"
 #include "ops/ops.h"
 
@@ -66,16 +67,22 @@ void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel k
   }
 }
 
+// Bytes of x quantized by x_to_q8_groups (m rows of k values), each piece
+// 64-byte aligned.
+int64_t x_groups_bytes(int64_t m, int64_t k) {
+  const int64_t kp = round_up(k, 256);
+  return round_up(m * kp, 64) + 3 * round_up(m * kp / 4 * 4, 64) +
+         2 * round_up(m * kp / 16 * 4, 64);
+}
+
 // Bytes of prepared activations for p (0 for kF32), each piece 64-byte aligned.
 int64_t prepared_bytes(const Prepared& p) {
   const int64_t m = p.a.m;
   switch (p.kind) {
-    case Kind::kLowbit: {
-      const int64_t kp = round_up(p.a.k, 256);
-      return round_up(m * kp, 64) + 3 * round_up(m * kp / 4 * 4, 64) +
-             round_up(m * kp / 16 * 4, 64);
-    }
+    case Kind::kLowbit:
+      return x_groups_bytes(m, p.a.k);
     case Kind::kPanels:
+      if (panels_read_x_groups(p.a.w_dtype)) return x_groups_bytes(m, p.a.k);
       return round_up(m * p.a.k, 64) + 2 * round_up(m * p.a.k / 32 * 4, 64);
     case Kind::kQ8: {
       const int64_t kp = round_up(p.a.k, 64);
@@ -102,7 +109,9 @@ void prepare_x(Prepared& p, uint8_t* arena) {
     arena += round_up(bytes, 64);
     return at;
   };
-  switch (p.kind) {
+  Kind kind = p.kind;
+  if (kind == Kind::kPanels && panels_read_x_groups(a.w_dtype)) kind = Kind::kLowbit;  // x alike
+  switch (kind) {
     case Kind::kLowbit: {
       a.k_pad256 = round_up(a.k, 256);
       Q8GroupsOut q;
@@ -111,12 +120,14 @@ void prepare_x(Prepared& p, uint8_t* arena) {
       q.sum16 = reinterpret_cast<float*>(take(a.m * a.k_pad256 / 16 * 4));
       q.nsum4 = reinterpret_cast<int32_t*>(take(a.m * a.k_pad256 / 4 * 4));
       q.fsum4 = reinterpret_cast<float*>(take(a.m * a.k_pad256 / 4 * 4));
+      q.nsum16 = reinterpret_cast<int32_t*>(take(a.m * a.k_pad256 / 16 * 4));
       t.x_to_q8_groups(a.x, a.m, a.k, a.k_pad256, a.w_dtype, q);
       a.x_q8s = q.q;
       a.x_q8_scale = q.scale;
       a.x_q8_sum16 = q.sum16;
       a.x_q8_nsum4 = q.nsum4;
       a.x_q8_fsum4 = q.fsum4;
+      a.x_q8_nsum16 = q.nsum16;
       break;
     }
     case Kind::kPanels: {
@@ -154,8 +165,10 @@ void prepare_x(Prepared& p, uint8_t* arena) {
 
 // True when q can use p's prepared activations (same x rows, same kernel).
 bool same_activations(const Prepared& p, const Prepared& q) {
+  // The int8 kinds' x layout depends on the weights' dtype.
+  const bool x_by_dtype = p.kind == Kind::kLowbit || p.kind == Kind::kPanels;
   return p.a.x == q.a.x && p.a.m == q.a.m && p.a.k == q.a.k && p.kind == q.kind &&
-         p.table == q.table;
+         p.table == q.table && (!x_by_dtype || p.a.w_dtype == q.a.w_dtype);
 }
 
 // Prepares every matmul of mm; the result lives until the next call on this
@@ -171,6 +184,7 @@ void share_prepared_x(const MatmulArgs& from, MatmulArgs& to) {
   to.x_q8_sum16 = from.x_q8_sum16;
   to.x_q8_nsum4 = from.x_q8_nsum4;
   to.x_q8_fsum4 = from.x_q8_fsum4;
+  to.x_q8_nsum16 = from.x_q8_nsum16;
   to.k_pad256 = from.k_pad256;
   to.x_q8_d = from.x_q8_d;
   to.x_q8_corr = from.x_q8_corr;

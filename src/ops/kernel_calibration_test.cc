@@ -41,7 +41,7 @@ void reference_for(MatmulKernel kernel, const float* x, int64_t m, const tensor:
   // (Weights in panels keep int8 x above 16 rows with own-int8 and static,
   // as without oneDNN, STRATA_NO_ONEDNN=1.)
   if (cpu::uses_int8_x(cpu::active_kernels(), dtype, m, kernel)) {
-    reference::matmul_q8_activations(x, m, w, bias, ref);
+    reference::matmul_q8_activations(x, m, w, bias, ref, cpu::lowbit_x_block(dtype));
   } else if (cpu::matmul_mode(dtype, m) == cpu::MatmulMode::kF32) {
     reference::matmul(x, m, w, bias, ref);
   } else {
@@ -90,7 +90,8 @@ TEST_F(CalibrationTest, EveryCandidateMatchesReference) {
 // panels), on a prepared weight and on a fused one that keeps only panels.
 TEST_F(CalibrationTest, PanelLowbitCandidatesMatchReference) {
   int checked = 0;
-  for (DType dtype : {DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS}) {
+  for (DType dtype :
+       {DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ2_K, DType::kQ3_K}) {
     for (int64_t m : {1, 17, 64}) {
       for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 256}, {130, 1280}}) {
         StoredWeight part_a = random_stored_weight(dtype, n - 16, k, 71);
@@ -119,7 +120,7 @@ TEST_F(CalibrationTest, PanelLowbitCandidatesMatchReference) {
   }
   if (!cpu::reads_panels(cpu::active_kernels(), DType::kQ4_0)) return;
   // Per type, shape and m: two weights; prefill on panels with oneDNN has two candidates.
-  EXPECT_EQ(checked, 4 * 2 * (2 + 2 * (cpu::onednn_enabled() ? 2 : 1) * 2));
+  EXPECT_EQ(checked, 6 * 2 * (2 + 2 * (cpu::onednn_enabled() ? 2 : 1) * 2));
 }
 
 // Decode is one regime for m <= 16: each decode candidate gives bit-identical
@@ -226,7 +227,8 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
     }
   }
   // The low-bit types in panels: the panel kernel, or oneDNN on tiles from them.
-  for (DType dtype : {DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0, DType::kIQ4_XS}) {
+  for (DType dtype :
+       {DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0, DType::kIQ4_XS, DType::kQ2_K, DType::kQ3_K}) {
     if (!cpu::reads_panels(cpu::active_kernels(), dtype)) continue;
     EXPECT_EQ(matmul_candidates({dtype, 896, 896, MatmulRegime::kDecode}),
               std::vector<MatmulKernel>{MatmulKernel::kOwn});
@@ -242,7 +244,7 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
   }
 }
 
-// Weights in panels (Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS), prefill with own-int8 (and the
+// Weights in panels (Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS, Q2_K, Q3_K), prefill with own-int8 (and the
 // static choice, which is it): each row has the bits it gets decoded alone,
 // so a token's logits do not depend on whether it was prefilled or decoded,
 // nor on the step's size.
@@ -256,7 +258,11 @@ TEST_F(CalibrationTest, PrefillOnPanelsHasTheDecodeBits) {
                              {DType::kQ5_0, 67, 96},
                              {DType::kQ5_0, 130, 1088},
                              {DType::kIQ4_XS, 67, 256},
-                             {DType::kIQ4_XS, 130, 1280}}) {
+                             {DType::kIQ4_XS, 130, 1280},
+                             {DType::kQ2_K, 67, 256},
+                             {DType::kQ2_K, 130, 1280},
+                             {DType::kQ3_K, 67, 256},
+                             {DType::kQ3_K, 130, 1280}}) {
     SCOPED_TRACE(tensor::dtype_name(dtype));
     const int64_t m = 41;
     StoredWeight s = random_stored_weight(dtype, n, k, 61);

@@ -238,6 +238,66 @@ T* scratch(int64_t count) {
   return buffer.data();
 }
 
+// x for the int8 kernels, quantized once before the matmul (workers only
+// read it). Prefill-sized x (the panels' own-int8 prefill, the AVX2 table's
+// low-bit kernels at every m) is quantized across the pool, row ranges
+// apart; rows are quantized independently, so the bits are the same.
+// Per 32 values (x_to_q8_blocks) into a's x_q8s, x_q8_d, x_q8_corr.
+void quantize_x_blocks(const KernelTable& t, const float* x, int64_t m, ThreadPool& pool,
+                       MatmulArgs* a) {
+  const int64_t k = a->k, blocks = k / 32;
+  int8_t* xq = scratch<int8_t, 6>(m * k);
+  float* xd = scratch<float, 4>(m * blocks);
+  int32_t* xc = scratch<int32_t, 8>(m * blocks);
+  if (m > kDecodeMaxRows) {
+    pool.parallel_for(
+        m,
+        [&](int64_t b, int64_t e, int) {
+          t.x_to_q8_blocks(x + b * k, e - b, k, xq + b * k, xd + b * blocks, xc + b * blocks);
+        },
+        kDecodeMaxRows);
+  } else {
+    t.x_to_q8_blocks(x, m, k, xq, xd, xc);
+  }
+  a->x_q8s = xq;
+  a->x_q8_d = xd;
+  a->x_q8_corr = xc;
+}
+
+// Per lowbit_x_block(a->w_dtype) values (x_to_q8_groups) into a's x_q8s,
+// x_q8_scale, x_q8_sum16, x_q8_nsum4, x_q8_fsum4, x_q8_nsum16 and k_pad256.
+void quantize_x_groups(const KernelTable& t, const float* x, int64_t m, ThreadPool& pool,
+                       MatmulArgs* a) {
+  const int64_t k = a->k, kp = round_up(k, 256);
+  a->k_pad256 = kp;
+  Q8GroupsOut q;
+  q.q = scratch<int8_t, 6>(m * kp);
+  q.scale = scratch<float, 4>(m * kp / 4);
+  q.sum16 = scratch<float, 7>(m * kp / 16);
+  q.nsum4 = scratch<int32_t, 8>(m * kp / 4);
+  q.fsum4 = scratch<float, 9>(m * kp / 4);
+  q.nsum16 = scratch<int32_t, 10>(m * kp / 16);
+  if (m > kDecodeMaxRows) {
+    pool.parallel_for(
+        m,
+        [&](int64_t b, int64_t e, int) {
+          const Q8GroupsOut rows{q.q + b * kp,          q.scale + b * kp / 4,
+                                 q.sum16 + b * kp / 16, q.nsum4 + b * kp / 4,
+                                 q.fsum4 + b * kp / 4,  q.nsum16 + b * kp / 16};
+          t.x_to_q8_groups(x + b * k, e - b, k, kp, a->w_dtype, rows);
+        },
+        kDecodeMaxRows);
+  } else {
+    t.x_to_q8_groups(x, m, k, kp, a->w_dtype, q);
+  }
+  a->x_q8s = q.q;
+  a->x_q8_scale = q.scale;
+  a->x_q8_sum16 = q.sum16;
+  a->x_q8_nsum4 = q.nsum4;
+  a->x_q8_fsum4 = q.fsum4;
+  a->x_q8_nsum16 = q.nsum16;
+}
+
 }  // namespace
 
 // Quantized weights switch numerics above this m (int8 or exact f32 x below,
@@ -336,26 +396,11 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
       (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
   if (reads_panels(t, w.dtype())) a.w_panels = w.panels();
   if (uses_panels(t, a.w_panels, m, kernel)) {
-    // Quantize x once, before the matmul; workers only read it. Prefill-sized
-    // x (own-int8) is quantized across the pool, row ranges apart.
-    const int64_t blocks = a.k / 32;
-    int8_t* xq = scratch<int8_t, 6>(m * a.k);
-    float* xd = scratch<float, 4>(m * blocks);
-    int32_t* xc = scratch<int32_t, 8>(m * blocks);
-    if (m > kDecodeMaxRows) {
-      pool.parallel_for(
-          m,
-          [&](int64_t b, int64_t e, int) {
-            t.x_to_q8_blocks(x + b * a.k, e - b, a.k, xq + b * a.k, xd + b * blocks,
-                             xc + b * blocks);
-          },
-          kDecodeMaxRows);
+    if (panels_read_x_groups(w.dtype())) {
+      quantize_x_groups(t, x, m, pool, &a);
     } else {
-      t.x_to_q8_blocks(x, m, a.k, xq, xd, xc);
+      quantize_x_blocks(t, x, m, pool, &a);
     }
-    a.x_q8s = xq;
-    a.x_q8_d = xd;
-    a.x_q8_corr = xc;
     pool.parallel_for(
         a.n, [&](int64_t b, int64_t e, int) { t.matmul_panels_range(a, b, e); }, kMatmulGrain);
     return;
@@ -370,35 +415,7 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
     a.w = unpacked.data();
   }
   if (uses_lowbit_kernel(t, w.dtype(), m)) {
-    // Quantize x once, before the matmul; workers only read it. Prefill-sized
-    // x (the AVX2 table runs this kernel at every m) is quantized across the
-    // pool, row ranges apart, as for the panels above: rows are
-    // quantized independently, so the bits are the same.
-    const int64_t kp = round_up(w.k(), 256);
-    a.k_pad256 = kp;
-    Q8GroupsOut q;
-    q.q = scratch<int8_t, 6>(m * kp);
-    q.scale = scratch<float, 4>(m * kp / 4);
-    q.sum16 = scratch<float, 7>(m * kp / 16);
-    q.nsum4 = scratch<int32_t, 8>(m * kp / 4);
-    q.fsum4 = scratch<float, 9>(m * kp / 4);
-    if (m > kDecodeMaxRows) {
-      pool.parallel_for(
-          m,
-          [&](int64_t b, int64_t e, int) {
-            const Q8GroupsOut rows{q.q + b * kp, q.scale + b * kp / 4, q.sum16 + b * kp / 16,
-                                   q.nsum4 + b * kp / 4, q.fsum4 + b * kp / 4};
-            t.x_to_q8_groups(x + b * a.k, e - b, a.k, kp, w.dtype(), rows);
-          },
-          kDecodeMaxRows);
-    } else {
-      t.x_to_q8_groups(x, m, a.k, kp, w.dtype(), q);
-    }
-    a.x_q8s = q.q;
-    a.x_q8_scale = q.scale;
-    a.x_q8_sum16 = q.sum16;
-    a.x_q8_nsum4 = q.nsum4;
-    a.x_q8_fsum4 = q.fsum4;
+    quantize_x_groups(t, x, m, pool, &a);
     pool.parallel_for(
         a.n, [&](int64_t b, int64_t e, int) { t.matmul_lowbit_range(a, b, e); }, kMatmulGrain);
     return;

@@ -1,7 +1,7 @@
-// Weights in 16-row panels (panels.h: Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS), AVX512-VNNI: the
-// int8 kernel (every decode m, and prefill unless calibration chose a
-// bf16-tile candidate: uses_panels()) and the bf16 tiles of those
-// candidates. Compiled with the AVX-512 flags (ops/CMakeLists.txt); only
+// Weights in 16-row panels (panels.h: Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K,
+// Q3_K), AVX512-VNNI: the int8 kernel (every decode m, and prefill unless
+// calibration chose a bf16-tile candidate: uses_panels()) and the bf16 tiles
+// of those candidates. Compiled with the AVX-512 flags (ops/CMakeLists.txt); only
 // intrinsics and POD arguments here, as in avx512.cc.
 //
 // The int8 kernel: x is quantized per 32 values as llama.cpp's Q8_0 activations
@@ -15,7 +15,9 @@
 // multiplies it by the row's sub-block scale - 32, still exact). Each
 // output is then, block by block in k order,
 //   acc = fma(float(Σ w q), d_w * d_x, acc)       (one f32 lane per output)
-// and y = acc (+ bias). That is a function of the output's row of weights
+// and y = acc (+ bias). (Q2_K and Q3_K instead sum a whole 256-value
+// super-block in int32 against x quantized per 256 values, as their
+// row-major kernels do: k_group below.) That is a function of the output's row of weights
 // and x row alone, so a row's result does not depend on m, on the x rows it
 // shares a tile with, or on how n is split across threads.
 #include <immintrin.h>
@@ -174,22 +176,121 @@ STRATA_INLINE void iq4_xs_group(const MatmulArgs& a, const uint8_t* group, const
   }
 }
 
+// ---- Q2_K, Q3_K (panels.h): x per 256 values (x_to_q8_groups) ----
+//
+// Sub-block i of a super-block is x positions [16 i, 16 i + 16) (a.x_q8s, in
+// lowbit_x_chunk_slot() order) and codes line i. Its exact sum S_i = Σ u q
+// (Q3_K: Σ (u - 4) q, seeded with -4 Σq) is below 16 * 4 * 128 in
+// magnitude, an int16: vpdpwssd multiplies its low word by the row's integer
+// scale (whose high word is 0) into the super-block's sum Σ_i s_i S_i
+// (|.| < 2^23, exact in f32). Q2_K's min term Σ_i m_i (-Σq_i) goes the same
+// way. Then, per super-block,
+//   acc = fma(float(Σ s S), d_w * d_x, acc)
+//   acc = fma(float(Σ m (-Σq)), dmin_w * d_x, acc)      (Q2_K)
+
+// The unsigned codes of sub-block i: u[j] holds positions 16 i + 4 j + c
+// (bytes c of each row's dword). (`i` is a constant once the caller's loop
+// is unrolled.)
+template <tensor::DType D>
+STRATA_INLINE void k_sub_block_codes(const uint8_t* group, int i, __m512i (&u)[4]) {
+  const __m512i line = _mm512_load_si512(group + kKPanelCodes + i * 64);
+  const __m512i m3 = _mm512_set1_epi8(3);
+  u[0] = _mm512_and_si512(line, m3);
+  u[1] = _mm512_and_si512(_mm512_srli_epi16(line, 2), m3);
+  u[2] = _mm512_and_si512(_mm512_srli_epi16(line, 4), m3);
+  u[3] = _mm512_and_si512(_mm512_srli_epi16(line, 6), m3);
+  if constexpr (D == tensor::DType::kQ3_K) {
+    // Bit 4 (i % 2) + j of the high-bit line's bytes, moved to bit 2 by a
+    // 16-bit shift of at most 5 (each byte's own bit lands there), then
+    // u | (that & 4).
+    const __m512i high = _mm512_load_si512(group + kKPanelHighBits + i / 2 * 64);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const int bit = 4 * (i % 2) + j;
+      const __m512i at2 = bit < 2    ? _mm512_slli_epi16(high, 2 - bit)
+                          : bit == 2 ? high
+                                     : _mm512_srli_epi16(high, bit - 2);
+      u[j] = _mm512_ternarylogic_epi32(u[j], at2, _mm512_set1_epi8(4), 0xF8);  // a | (b & c)
+    }
+  }
+}
+
+// Adds super-block g (at `group`) of MR x rows [i0, i0 + MR) into acc.
+template <tensor::DType D, int MR>
+STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
+                           __m512 (&acc)[MR]) {
+  constexpr bool kQ2 = D == tensor::DType::kQ2_K;
+  for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
+  const int64_t kp = a.k_pad256;
+  __m512i isum[MR], imin[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    isum[r] = _mm512_setzero_si512();
+    if constexpr (kQ2) imin[r] = _mm512_setzero_si512();
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    __m512i u[4];
+    k_sub_block_codes<D>(group, i, u);
+    const __m128i bytes =
+        _mm_load_si128(reinterpret_cast<const __m128i*>(group + kKPanelScales + i * kPanelRows));
+    __m512i sc, mn;
+    if constexpr (kQ2) {  // scale | min << 4
+      const __m512i both = _mm512_cvtepu8_epi32(bytes);
+      sc = _mm512_and_si512(both, _mm512_set1_epi32(15));
+      mn = _mm512_srli_epi32(both, 4);
+    } else {  // int8, as int16 words with a zero high word
+      sc = _mm512_and_si512(_mm512_cvtepi8_epi32(bytes), _mm512_set1_epi32(0xFFFF));
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const int8_t* xb = a.x_q8s + (i0 + r) * kp + g * 256 + 16 * i;
+      const int32_t nsum = a.x_q8_nsum16[(i0 + r) * (kp / 16) + g * 16 + i];  // -Σq
+      __m512i s = kQ2 ? _mm512_setzero_si512() : _mm512_set1_epi32(nsum * 4);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) s = _mm512_dpbusd_epi32(s, u[j], broadcast_x4(xb + 4 * j));
+      isum[r] = _mm512_dpwssd_epi32(isum[r], s, sc);
+      if constexpr (kQ2) imin[r] = _mm512_dpwssd_epi32(imin[r], mn, _mm512_set1_epi32(nsum));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group)));
+  __m512 dmin;
+  if constexpr (kQ2) {
+    dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32)));
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    const __m512 dx = _mm512_set1_ps(a.x_q8_scale[(i0 + r) * (kp / 4) + g * 64]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, dx), acc[r]);
+    if constexpr (kQ2) {
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(dmin, dx), acc[r]);
+    }
+  }
+}
+
 // The panel of weight rows [j0, j0 + 16) against x rows [i0, i0 + MR).
 template <tensor::DType D, int MR>
 void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j0) {
   constexpr int64_t kCodes = panel_block_codes(D);
   const int64_t blocks = a.k / 32;
-  const int8_t* xq = a.x_q8s + i0 * a.k;
-  const float* xd = a.x_q8_d + i0 * blocks;
-  const int32_t* xc = a.x_q8_corr + i0 * blocks;
   __m512 acc[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  if constexpr (D == tensor::DType::kIQ4_XS) {
+  if constexpr (panels_read_x_groups(D)) {
+    for (int64_t g = 0; g < a.k / 256; ++g) {
+      k_group<D, MR>(a, panel + g * k_panel_group_bytes(D), i0, g, acc);
+    }
+  } else if constexpr (D == tensor::DType::kIQ4_XS) {
+    const int8_t* xq = a.x_q8s + i0 * a.k;
+    const float* xd = a.x_q8_d + i0 * blocks;
+    const int32_t* xc = a.x_q8_corr + i0 * blocks;
     for (int64_t g = 0; g < a.k / 256; ++g) {
       iq4_xs_group<MR>(a, panel + g * kIq4XsPanelGroupBytes, xq, xd, xc, blocks, g, acc);
     }
   } else {
+    const int8_t* xq = a.x_q8s + i0 * a.k;
+    const float* xd = a.x_q8_d + i0 * blocks;
+    const int32_t* xc = a.x_q8_corr + i0 * blocks;
     int64_t b = 0;
     for (; b + 2 <= blocks; b += 2) {
       const uint8_t* pair = panel + panel_codes_offset(D, b);
@@ -215,8 +316,12 @@ void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j
 }
 
 // x rows per panel pass: 8 keeps each row's accumulator and block sum in
-// registers; more rows pass over the panel again (from L2).
-constexpr int64_t kPanelChunkRows = 8;
+// registers (Q2_K, Q3_K: 4, with their super-block sums); more rows pass
+// over the panel again (from L2).
+template <tensor::DType D>
+constexpr int panel_chunk_rows() {
+  return panels_read_x_groups(D) ? 4 : 8;
+}
 
 template <tensor::DType D, int MR>
 STRATA_INLINE void panel_chunk(const MatmulArgs& a, int64_t rows, const uint8_t* panel, int64_t i0,
@@ -232,8 +337,9 @@ void panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   const int64_t p_bytes = panel_bytes(D, a.k);
   for (int64_t j0 = n_begin; j0 < n_end; j0 += kPanelRows) {
     const uint8_t* panel = a.w_panels + j0 / kPanelRows * p_bytes;
-    for (int64_t i0 = 0; i0 < a.m; i0 += kPanelChunkRows) {
-      panel_chunk<D, kPanelChunkRows>(a, min64(kPanelChunkRows, a.m - i0), panel, i0, j0);
+    constexpr int kRows = panel_chunk_rows<D>();
+    for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
+      panel_chunk<D, kRows>(a, min64(kRows, a.m - i0), panel, i0, j0);
     }
   }
 }
@@ -285,6 +391,10 @@ void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_
       return panels_range<tensor::DType::kQ5_0>(a, n_begin, n_end);
     case tensor::DType::kIQ4_XS:
       return panels_range<tensor::DType::kIQ4_XS>(a, n_begin, n_end);
+    case tensor::DType::kQ2_K:
+      return panels_range<tensor::DType::kQ2_K>(a, n_begin, n_end);
+    case tensor::DType::kQ3_K:
+      return panels_range<tensor::DType::kQ3_K>(a, n_begin, n_end);
     default:
       __builtin_trap();  // has_panel_layout() types only
   }
@@ -441,6 +551,66 @@ void dequant_iq4_xs_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
   }
 }
 
+// Q2_K / Q3_K panels: row r's sub-block i (x positions [16 i, 16 i + 16),
+// one 16-value sub-block of the weights) is dword r of codes line i (and of
+// high-bit line i / 2). Its values are u * A - B with the row-major tiles'
+// factors (Q2_K: A = d * scale, B = dmin * min; Q3_K: A = d * (scale - 32),
+// B = 4 A) and their one fmsub, so the same bf16 bits.
+template <tensor::DType D>
+void dequant_k_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                           uint16_t* out, int64_t out_stride) {
+  constexpr bool kQ2 = D == tensor::DType::kQ2_K;
+  const int64_t p_bytes = panel_bytes(D, a.k);
+  int64_t first_value[16];  // of sub-block i in its super-block
+  for (int i = 0; i < 16; ++i) {
+    int64_t chunk = 0;
+    while (lowbit_x_chunk_slot(D, chunk) != i / 2) ++chunk;
+    first_value[i] = 32 * chunk + 16 * (i % 2);
+  }
+  const __m128i plane_shift = _mm_setr_epi32(0, 2, 4, 6);
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
+    const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
+    const int64_t nr = min64(kPanelRows, rows - r0);
+    for (int64_t g = k0 / 256; g * 256 < k0 + kc; ++g) {
+      const uint8_t* group = panel + g * k_panel_group_bytes(D);
+      for (int64_t r = 0; r < nr; ++r) {
+        uint16_t dh, dminh = 0;
+        std::memcpy(&dh, group + r * 2, 2);
+        if constexpr (kQ2) std::memcpy(&dminh, group + 32 + r * 2, 2);
+        const float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(dminh);
+        for (int i = 0; i < 16; ++i) {
+          const int64_t v = g * 256 + first_value[i];
+          if (v < k0 || v >= k0 + kc) continue;
+          int32_t low;
+          std::memcpy(&low, group + kKPanelCodes + i * 64 + r * 4, 4);
+          __m128i u =
+              _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(low), plane_shift), _mm_set1_epi8(3));
+          const uint8_t scale = group[kKPanelScales + i * kPanelRows + r];
+          float fa, fb;
+          if constexpr (kQ2) {
+            fa = d * static_cast<float>(scale & 15);
+            fb = dmin * static_cast<float>(scale >> 4);
+          } else {
+            int32_t high;
+            std::memcpy(&high, group + kKPanelHighBits + i / 2 * 64 + r * 4, 4);
+            const int e = 4 * (i % 2);
+            const __m128i bits = _mm_and_si128(
+                _mm_srlv_epi32(_mm_set1_epi32(high), _mm_setr_epi32(e, e + 1, e + 2, e + 3)),
+                _mm_set1_epi8(1));
+            u = _mm_or_si128(u, _mm_slli_epi32(bits, 2));
+            fa = d * static_cast<float>(static_cast<int8_t>(scale));
+            fb = fa * 4.0f;
+          }
+          const __m512 w = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u)),
+                                           _mm512_set1_ps(fa), _mm512_set1_ps(fb));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (r0 + r) * out_stride + (v - k0)),
+                              (__m256i)_mm512_cvtneps_pbh(w));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
@@ -457,6 +627,10 @@ void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
       return dequant_nibble_panels_bf16<tensor::DType::kQ5_0>(a, j0, rows, k0, kc, out, out_stride);
     case tensor::DType::kIQ4_XS:
       return dequant_iq4_xs_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
+    case tensor::DType::kQ2_K:
+      return dequant_k_panels_bf16<tensor::DType::kQ2_K>(a, j0, rows, k0, kc, out, out_stride);
+    case tensor::DType::kQ3_K:
+      return dequant_k_panels_bf16<tensor::DType::kQ3_K>(a, j0, rows, k0, kc, out, out_stride);
     default:
       __builtin_trap();  // has_panel_layout() types only
   }

@@ -890,12 +890,19 @@ void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pa
       s16[2 * b + 1] = d * static_cast<float>(sum1);
     }
     // Per 4 values: -Σ q (int32) and d * Σ q (f32), in the lane layout of
-    // vpdpbusd over 64 values (the scale lanes above).
+    // vpdpbusd over 64 values (the scale lanes above); per 16: -Σ q.
+    int32_t* n16 = out.nsum16 + r * (k_pad256 / 16);
     for (int64_t v = 0; v < k_pad256; v += 64) {
       __m512i xv = _mm512_loadu_si512(qr + v);
       __m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xv);
-      _mm512_storeu_si512(n4 + v / 4, _mm512_sub_epi32(_mm512_setzero_si512(), s4));
+      const __m512i neg4 = _mm512_sub_epi32(_mm512_setzero_si512(), s4);
+      _mm512_storeu_si512(n4 + v / 4, neg4);
       _mm512_storeu_ps(f4 + v / 4, _mm512_mul_ps(_mm512_cvtepi32_ps(s4), _mm512_loadu_ps(sr + v / 4)));
+      alignas(64) int32_t lanes[16];
+      _mm512_store_si512(lanes, neg4);
+      for (int i = 0; i < 4; ++i) {
+        n16[v / 16 + i] = lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] + lanes[4 * i + 3];
+      }
     }
   }
 }

@@ -95,7 +95,8 @@ struct MatmulArgs {
   // Weights in 16-row panels (cpu/panels.h) where the weight has them
   // (MatmulWeight::Packed); then w may be nullptr (a fused weight keeps no rows).
   const uint8_t* w_panels = nullptr;
-  // x for matmul_panels_range, from x_to_q8_blocks (k / 32 blocks per row):
+  // x for matmul_panels_range, from x_to_q8_blocks (k / 32 blocks per row;
+  // Q2_K and Q3_K: from x_to_q8_groups instead, the fields below):
   // x_q8s [m, k] int8, x_q8_d [m, k / 32] f32 d, x_q8_corr [m, k / 32] int32
   // -128 Σq per block.
   const float* x_q8_d = nullptr;
@@ -115,6 +116,9 @@ struct MatmulArgs {
   const float* x_q8_sum16 = nullptr;
   const int32_t* x_q8_nsum4 = nullptr;
   const float* x_q8_fsum4 = nullptr;
+  // [m, k_pad256 / 16] int32 (Q8GroupsOut::nsum16; the panel kernel of Q2_K
+  // and Q3_K reads x from x_to_q8_groups too, see panels_read_x_groups()).
+  const int32_t* x_q8_nsum16 = nullptr;
   int64_t k_pad256 = 0;
 };
 
@@ -128,16 +132,19 @@ struct MatmulArgs {
 //   sum16  [rows, k_pad256 / 16] f32: d * Σ q over each 16 values
 //   nsum4  [rows, k_pad256 / 4]  int32: -Σ q over each 4 values
 //   fsum4  [rows, k_pad256 / 4]  f32: d * Σ q over each 4 values
-//   (nsum4 and fsum4 only on the AVX-512 table, whose 32-value kernels read
-//   them; the AVX2 table's kernels do not, and it leaves them unwritten)
+//   nsum16 [rows, k_pad256 / 16] int32: -Σ q over each 16 values
+//   (nsum4, fsum4 and nsum16 only on the AVX-512 table, whose 32-value and
+//   panel kernels read them; the AVX2 table's kernels do not, and it leaves
+//   them unwritten)
 // (lane l of a 64-value step covers values 4 l .. 4 l + 3, as vpdpbusd sums;
-// scale, nsum4 and fsum4 follow q's order, sum16 the values' own order).
+// scale, nsum4, fsum4 and nsum16 follow q's order, sum16 the values' own order).
 struct Q8GroupsOut {
   int8_t* q;
   float* scale;
   float* sum16;
   int32_t* nsum4;
   float* fsum4;
+  int32_t* nsum16;
 };
 
 // Values of x per int8 scale for the low-bit decode kernels on weights of
@@ -237,11 +244,11 @@ struct KernelTable {
   // paged_attention_scratch_floats(b.head_dim) floats.
   void (*paged_attention_item)(const PagedAttentionBatch& b, const PagedAttentionItem& item,
                                float* scratch);
-  // Weights in panels (a.w_panels; Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS), any m, columns
+  // Weights in panels (a.w_panels; has_panel_layout() types), any m, columns
   // [n_begin, n_end) of y with n_begin % 16 == 0, from the int8 activations
-  // of x_to_q8_blocks (exact int32 block sums scaled by d_w * d_x;
-  // avx512_panels.cc). nullptr when the table has none; the AVX-512 table's
-  // needs cpu_features().avx512_vnni (see panels_in_use()).
+  // of x_to_q8_blocks (Q2_K, Q3_K: x_to_q8_groups) (exact int32 block or
+  // super-block sums scaled by d_w * d_x; avx512_panels.cc). nullptr when the table has none; the
+  // AVX-512 table's needs cpu_features().avx512_vnni (see panels_in_use()).
   void (*matmul_panels_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
   // Quantizes x[rows, k] (k % 32 == 0) per 32 values: d [rows, k / 32] =
   // max|x| / 127 (f32), q [rows, k] int8 = round-to-nearest-even(x * (1 / d)),

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "ops/cpu/kernels.h"
 #include "tensor/quant_blocks.h"
 
 namespace strata::ops::cpu {
@@ -100,6 +101,125 @@ void unpack_iq4_xs_row(const uint8_t* panel, int64_t k, int64_t r, uint8_t* row)
   }
 }
 
+// Q2_K / Q3_K (panels.h): the value of a super-block at x position p (its
+// 32-value chunk is the one x stores at slot p / 32).
+int value_at_position(tensor::DType t, int p) {
+  int chunk = 0;
+  while (lowbit_x_chunk_slot(t, chunk) != p / 32) ++chunk;
+  return 32 * chunk + p % 32;
+}
+uint32_t load_word(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
+// Q3_K's sixteen 6-bit scales back into their 12 bytes (tensor::q3k_scales'
+// layout: low 4 bits in the low (i < 8) or high nibble of byte i % 8, high 2
+// bits at bits 2 (i / 4), + 1 of byte 8 + i % 4).
+void pack_q3_k_scales(const uint8_t sc[16], uint8_t out[12]) {
+  std::memset(out, 0, 12);
+  for (int i = 0; i < 16; ++i) {
+    out[i % 8] = static_cast<uint8_t>(out[i % 8] | (sc[i] & 0xF) << (i < 8 ? 0 : 4));
+    out[8 + i % 4] = static_cast<uint8_t>(out[8 + i % 4] | (sc[i] >> 4) << (2 * (i / 4)));
+  }
+}
+
+// Q2_K / Q3_K: the panel of rows[0, rows_in) (16 slots; the rest zero) and
+// its rows back (panels.h). Slot s of x holds chunk 4 h + j, values 128 h +
+// 32 j + [0, 32), whose codes are bits 2 j of qs[32 h + l] (and third bits
+// bit 4 h + j of hmask[l]); its sub-blocks i = 2 s + half take l = 16 half +
+// 4 j' + c to byte c, bits 2 j' of their codes word (and bit 4 half + j' of
+// the slot's high-bit word), so a row's words are four (eight) of its qs
+// (hmask) words masked, shifted and ORed.
+void pack_k_panel(tensor::DType t, const uint8_t* const* rows, int64_t rows_in, int64_t k,
+                  uint8_t* panel) {
+  const bool q3 = t == tensor::DType::kQ3_K;
+  const int64_t group_bytes = k_panel_group_bytes(t);
+  // Rows past rows_in are zero GGUF blocks: Q3_K's scale code 0 is -32 here.
+  std::memset(panel, 0, static_cast<size_t>(panel_bytes(t, k)));
+  int chunk_at[8];  // chunk of x slot s
+  for (int s = 0; s < 8; ++s) chunk_at[s] = value_at_position(t, 32 * s) / 32;
+  for (int64_t g = 0; g < k / 256; ++g) {
+    uint8_t* group = panel + g * group_bytes;
+    if (q3) std::memset(group + kKPanelScales, 0xE0, 256);
+    for (int64_t r = 0; r < rows_in; ++r) {
+      const uint8_t* qs;
+      const uint8_t* hmask = nullptr;
+      uint8_t scale[16];
+      if (q3) {
+        const auto& b = reinterpret_cast<const tensor::BlockQ3_K*>(rows[r])[g];
+        std::memcpy(group + r * 2, &b.d, 2);
+        tensor::q3k_scales(b.scales, scale);
+        for (uint8_t& sc : scale) sc = static_cast<uint8_t>(sc - 32);
+        qs = b.qs;
+        hmask = b.hmask;
+      } else {
+        const auto& b = reinterpret_cast<const tensor::BlockQ2_K*>(rows[r])[g];
+        std::memcpy(group + r * 2, &b.d, 2);
+        std::memcpy(group + 32 + r * 2, &b.dmin, 2);
+        std::memcpy(scale, b.scales, 16);
+        qs = b.qs;
+      }
+      for (int s = 0; s < 8; ++s) {
+        const int h = chunk_at[s] / 4, j = chunk_at[s] % 4;
+        uint32_t high = 0;
+        for (int half = 0; half < 2; ++half) {
+          const int i = 2 * s + half;
+          group[kKPanelScales + i * kPanelRows + r] = scale[2 * chunk_at[s] + half];
+          uint32_t low = 0;
+          for (int jp = 0; jp < 4; ++jp) {
+            const int l = 16 * half + 4 * jp;
+            low |= (load_word(qs + 32 * h + l) >> (2 * j) & 0x03030303u) << (2 * jp);
+            if (q3) high |= (load_word(hmask + l) >> (4 * h + j) & 0x01010101u) << (4 * half + jp);
+          }
+          std::memcpy(group + kKPanelCodes + i * 64 + r * 4, &low, 4);
+        }
+        if (q3) std::memcpy(group + kKPanelHighBits + s * 64 + r * 4, &high, 4);
+      }
+    }
+  }
+}
+
+void unpack_k_row(tensor::DType t, const uint8_t* panel, int64_t k, int64_t r, uint8_t* row) {
+  const bool q3 = t == tensor::DType::kQ3_K;
+  const int64_t group_bytes = k_panel_group_bytes(t);
+  int value[256];
+  for (int p = 0; p < 256; ++p) value[p] = value_at_position(t, p);
+  for (int64_t g = 0; g < k / 256; ++g) {
+    const uint8_t* group = panel + g * group_bytes;
+    uint8_t qs[64] = {}, hmask[32] = {}, scale[16];
+    for (int i = 0; i < 16; ++i) {
+      scale[value[16 * i] / 16] = group[kKPanelScales + i * kPanelRows + r];
+      for (int c = 0; c < 4; ++c) {
+        const uint8_t low = group[kKPanelCodes + i * 64 + r * 4 + c];
+        const uint8_t high = q3 ? group[kKPanelHighBits + i / 2 * 64 + r * 4 + c] : 0;
+        for (int j = 0; j < 4; ++j) {
+          const int v = value[16 * i + 4 * j + c];
+          qs[32 * (v / 128) + v % 32] |=
+              static_cast<uint8_t>((low >> (2 * j) & 3) << (2 * (v % 128 / 32)));
+          hmask[v % 32] |= static_cast<uint8_t>((high >> (4 * (i % 2) + j) & 1)
+                                                << (4 * (v / 128) + v % 128 / 32));
+        }
+      }
+    }
+    if (q3) {
+      auto& b = reinterpret_cast<tensor::BlockQ3_K*>(row)[g];
+      std::memcpy(&b.d, group + r * 2, 2);
+      for (uint8_t& s : scale) s = static_cast<uint8_t>(s + 32);
+      pack_q3_k_scales(scale, b.scales);
+      std::memcpy(b.qs, qs, 64);
+      std::memcpy(b.hmask, hmask, 32);
+    } else {
+      auto& b = reinterpret_cast<tensor::BlockQ2_K*>(row)[g];
+      std::memcpy(&b.d, group + r * 2, 2);
+      std::memcpy(&b.dmin, group + 32 + r * 2, 2);
+      std::memcpy(b.scales, scale, 16);
+      std::memcpy(b.qs, qs, 64);
+    }
+  }
+}
+
 }  // namespace
 
 void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k, uint8_t* out) {
@@ -111,11 +231,16 @@ void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k
     }
   }
   const int64_t n = static_cast<int64_t>(rows.size());
-  if (t == tensor::DType::kIQ4_XS) {
+  if (t == tensor::DType::kIQ4_XS || panels_read_x_groups(t)) {
     for (int64_t p = 0; p < panel_count(n); ++p) {
-      pack_iq4_xs_panel(rows.data() + p * kPanelRows,
-                        std::min<int64_t>(kPanelRows, n - p * kPanelRows), k,
-                        out + p * panel_bytes(t, k));
+      const uint8_t* const* panel_rows = rows.data() + p * kPanelRows;
+      const int64_t rows_in = std::min<int64_t>(kPanelRows, n - p * kPanelRows);
+      uint8_t* panel = out + p * panel_bytes(t, k);
+      if (t == tensor::DType::kIQ4_XS) {
+        pack_iq4_xs_panel(panel_rows, rows_in, k, panel);
+      } else {
+        pack_k_panel(t, panel_rows, rows_in, k, panel);
+      }
     }
     return;
   }
@@ -179,10 +304,15 @@ void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k
 void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_t j0, int64_t rows,
                        void* out) {
   STRATA_CHECK(has_panel_layout(t)) << tensor::dtype_name(t) << " has no panel layout";
-  if (t == tensor::DType::kIQ4_XS) {
+  if (t == tensor::DType::kIQ4_XS || panels_read_x_groups(t)) {
     for (int64_t j = j0; j < j0 + rows; ++j) {
-      unpack_iq4_xs_row(panels + j / kPanelRows * panel_bytes(t, k), k, j % kPanelRows,
-                        static_cast<uint8_t*>(out) + (j - j0) * tensor::dtype_size_bytes(t, k));
+      const uint8_t* panel = panels + j / kPanelRows * panel_bytes(t, k);
+      uint8_t* row = static_cast<uint8_t*>(out) + (j - j0) * tensor::dtype_size_bytes(t, k);
+      if (t == tensor::DType::kIQ4_XS) {
+        unpack_iq4_xs_row(panel, k, j % kPanelRows, row);
+      } else {
+        unpack_k_row(t, panel, k, j % kPanelRows, row);
+      }
     }
     return;
   }

@@ -1,9 +1,10 @@
 // Weights in 16-row panels: the layout the AVX512-VNNI int8 kernels read
 // (avx512_panels.cc) for the types with 32-value blocks of one f16 scale and
 // no zero point of their own: Q8_0, Q4_0 / IQ4_NL (nibbles) and Q5_0
-// (nibbles and a fifth bit); and IQ4_XS, IQ4_NL's codes under a 6-bit scale
-// per 32 values. Built once at load by MatmulWeight::prepare / concat_rows in
-// place of the GGUF row-major bytes. Portable code.
+// (nibbles and a fifth bit); IQ4_XS, IQ4_NL's codes under a 6-bit scale
+// per 32 values; and Q2_K / Q3_K, 2-bit (3-bit) codes under a scale (and
+// Q2_K's min) per 16 values. Built once at load by MatmulWeight::prepare /
+// concat_rows in place of the GGUF row-major bytes. Portable code.
 //
 // Panel p holds weight rows [16 p, 16 p + 16); rows past n are GGUF blocks
 // of zero bytes (scale +0), so they compute 0 and unpack to zero bytes. Its k / 32 blocks go in
@@ -32,6 +33,23 @@
 //   codes  [8 sub-blocks][4 lines][16 rows][4 bytes], each sub-block's 16
 //          qs bytes as IQ4_NL's block above.
 //
+// Q2_K and Q3_K go by super-blocks of 256 values too, in the order their
+// x is quantized in (x_to_q8_groups: per 256 values, 32-value chunks in
+// lowbit_x_chunk_slot() order): "position" p of a super-block is byte p of
+// that x, and its 16 positions [16 i, 16 i + 16) are one sub-block of the
+// weights (i = 0..15, in position order). Per super-block:
+//   head   [16 rows] f16 d, then [16 rows] f16 dmin (Q2_K) or 32 zero bytes
+//   scales [16 i][16 rows] u8: Q2_K the GGUF scales byte (scale | min << 4),
+//          Q3_K int8 (6-bit scale - 32)
+//   codes  [16 i][16 rows][4 bytes]: byte c of row r holds in bits 2 j,
+//          2 j + 1 the 2-bit code of position 16 i + 4 j + c (j = 0..3)
+//   Q3_K:  high bits [8 pairs][16 rows][4 bytes]: byte c of row r holds in
+//          bit 4 e + j the third bit of position 16 (2 pair + e) + 4 j + c
+// so one shift and mask of a codes line (and of a high-bit line) gives the
+// operand of one vpdpbusd against x bytes [16 i + 4 j, + 4). Q2_K's
+// super-block is 1,344 bytes (21 lines, its 16 rows' GGUF blocks), Q3_K's
+// 1,856 (29 lines, 5.5% more than GGUF's 1,760).
+//
 // Threading: pure functions of their arguments.
 #pragma once
 
@@ -44,10 +62,24 @@ namespace strata::ops::cpu {
 
 constexpr int64_t kPanelRows = 16;
 
-// True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS).
+// True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0,
+// IQ4_XS, Q2_K, Q3_K).
 constexpr bool has_panel_layout(tensor::DType t) {
   return t == tensor::DType::kQ8_0 || t == tensor::DType::kQ4_0 || t == tensor::DType::kIQ4_NL ||
-         t == tensor::DType::kQ5_0 || t == tensor::DType::kIQ4_XS;
+         t == tensor::DType::kQ5_0 || t == tensor::DType::kIQ4_XS || t == tensor::DType::kQ2_K ||
+         t == tensor::DType::kQ3_K;
+}
+// True for the panel dtypes whose kernel reads x quantized per 256 values
+// (x_to_q8_groups) instead of per 32 (x_to_q8_blocks): Q2_K, Q3_K.
+constexpr bool panels_read_x_groups(tensor::DType t) {
+  return t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K;
+}
+// Q2_K / Q3_K super-blocks in a panel: bytes, and offsets of the parts.
+constexpr int64_t kKPanelScales = 64;
+constexpr int64_t kKPanelCodes = 320;
+constexpr int64_t kKPanelHighBits = 1344;  // Q3_K
+constexpr int64_t k_panel_group_bytes(tensor::DType t) {
+  return t == tensor::DType::kQ3_K ? 1856 : 1344;
 }
 // IQ4_XS super-blocks in a panel: bytes, and offsets of the parts inside one.
 constexpr int64_t kIq4XsPanelGroupBytes = 2240;
@@ -64,10 +96,11 @@ constexpr int64_t panel_pair_bytes(tensor::DType t) {
 // A last odd block: its codes, its scales, padding to whole lines.
 constexpr int64_t panel_lone_bytes(tensor::DType t) { return panel_block_codes(t) + 64; }
 
-// Bytes of one panel of a weight with rows of k values (k % 32 == 0; IQ4_XS:
-// k % 256 == 0).
+// Bytes of one panel of a weight with rows of k values (k % 32 == 0; IQ4_XS,
+// Q2_K, Q3_K: k % 256 == 0).
 constexpr int64_t panel_bytes(tensor::DType t, int64_t k) {
   if (t == tensor::DType::kIQ4_XS) return k / 256 * kIq4XsPanelGroupBytes;
+  if (panels_read_x_groups(t)) return k / 256 * k_panel_group_bytes(t);
   const int64_t blocks = k / 32;
   return blocks / 2 * panel_pair_bytes(t) + blocks % 2 * panel_lone_bytes(t);
 }
@@ -82,8 +115,7 @@ constexpr int64_t panel_scales_offset(tensor::DType t, int64_t blocks, int64_t b
   return b / 2 * panel_pair_bytes(t) + in_unit * panel_block_codes(t) + b % 2 * kPanelBlockScales;
 }
 
-// Rows of GGUF blocks of a panel dtype, k / 32 blocks per row, rows one
-// after another.
+// Rows of GGUF blocks of a panel dtype, rows one after another.
 struct PanelRows {
   const void* blocks = nullptr;
   int64_t n = 0;
@@ -94,8 +126,8 @@ struct PanelRows {
 // panel_bytes(t, k) bytes).
 void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k, uint8_t* out);
 
-// Rows [j0, j0 + rows) of a packed weight back as GGUF blocks, k / 32 per
-// row, into out (tests, and tables that read rows: a slow path).
+// Rows [j0, j0 + rows) of a packed weight back as GGUF blocks into out (tests, and tables that read
+// rows: a slow path).
 void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_t j0, int64_t rows,
                        void* out);
 

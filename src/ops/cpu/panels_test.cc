@@ -1,4 +1,5 @@
-// The panel layout (cpu/panels.h) of Q8_0, Q4_0, IQ4_NL, Q5_0 and IQ4_XS: packing round
+// The panel layout (cpu/panels.h) of Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS, Q2_K
+// and Q3_K: packing round
 // trip, zero rows past n, where values sit, and the prefill's bf16 tiles read
 // from panels equal to those read from rows, bit for bit.
 #include "ops/cpu/panels.h"
@@ -6,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,12 +25,14 @@ using ops::testing::random_stored_weight;
 using ops::testing::StoredWeight;
 using tensor::DType;
 
-constexpr DType kPanelTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0,
-                                 DType::kIQ4_XS};
+constexpr DType kPanelTypes[] = {DType::kQ8_0,   DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0,
+                                 DType::kIQ4_XS, DType::kQ2_K, DType::kQ3_K};
 
 // A row length for type t: k for the 32-value types, the next multiple of
-// 256 for IQ4_XS (its super-blocks).
-int64_t k_for(DType t, int64_t k) { return t == DType::kIQ4_XS ? (k + 255) / 256 * 256 : k; }
+// 256 for the others (their super-blocks).
+int64_t k_for(DType t, int64_t k) {
+  return tensor::dtype_block_size(t) == 256 ? (k + 255) / 256 * 256 : k;
+}
 
 // Offset in a panel of code bytes [4, 8) of row 1 in the first block, and in
 // its GGUF row.
@@ -43,7 +47,7 @@ TEST(Panels, PackedPartsUnpackToTheirRows) {
   // k = 96: one pair and a lone block; k = 128: two pairs. 37 + 4 rows end
   // mid-panel.
   for (DType t : kPanelTypes) {
-    for (int64_t k : {k_for(t, 96), k_for(t, 128) * (t == DType::kIQ4_XS ? 2 : 1)}) {
+    for (int64_t k : {k_for(t, 96), k_for(t, 128) * (k_for(t, 32) == 256 ? 2 : 1)}) {
       SCOPED_TRACE(std::string(tensor::dtype_name(t)) + " k=" + std::to_string(k));
       StoredWeight a = random_stored_weight(t, 37, k, 1);
       StoredWeight b = random_stored_weight(t, 4, k, 2);
@@ -58,10 +62,23 @@ TEST(Panels, PackedPartsUnpackToTheirRows) {
       EXPECT_EQ(0, std::memcmp(rows.data() + 37 * row_bytes, b.bytes.data(),
                                static_cast<size_t>(4 * row_bytes)));
       for (int64_t i = 41 * row_bytes; i < 48 * row_bytes; ++i) ASSERT_EQ(rows[i], 0) << i;
+      const uint8_t* row1 = a.bytes.data() + row_bytes;
+      if (t == DType::kQ2_K || t == DType::kQ3_K) {
+        // Row 1's dword of codes line i holds x positions 16 i + 4 j + c in
+        // bits 2 j of byte c: line 0, plane 1 = values 4-7 (bits 0-1 of
+        // qs[4..7]); line 2, plane 0 = positions 32.., x's slot 1, which
+        // holds values 128.. (bits 0-1 of qs[32..]).
+        const uint8_t* qs = row1 + (t == DType::kQ2_K ? offsetof(tensor::BlockQ2_K, qs)
+                                                      : offsetof(tensor::BlockQ3_K, qs));
+        for (int c = 0; c < 4; ++c) {
+          EXPECT_EQ(panels[kKPanelCodes + 4 + c] >> 2 & 3, qs[4 + c] & 3) << c;
+          EXPECT_EQ(panels[kKPanelCodes + 2 * 64 + 4 + c] & 3, qs[32 + c] & 3) << c;
+        }
+        continue;
+      }
       // A line holds 4 code bytes of 16 rows: row 1's bytes 4-7 of block 0
       // sit on the block's second line, at 4 (Q8_0: values 4-7 as w + 128;
       // nibbles: the qs bytes).
-      const uint8_t* row1 = a.bytes.data() + row_bytes;
       for (int v = 0; v < 4; ++v) {
         const uint8_t stored = row1[first_codes_in_row(t) + v];
         EXPECT_EQ(panels[first_codes_in_panel(t) + v], t == DType::kQ8_0 ? stored ^ 0x80 : stored);
