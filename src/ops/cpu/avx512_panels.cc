@@ -1,5 +1,5 @@
 // Weights in 16-row panels (panels.h: Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K,
-// Q3_K), AVX512-VNNI: the int8 kernel (every decode m, and prefill unless
+// Q3_K, Q4_K, Q5_K), AVX512-VNNI: the int8 kernel (every decode m, and prefill unless
 // calibration chose a bf16-tile candidate: uses_panels()) and the bf16 tiles
 // of those candidates. Compiled with the AVX-512 flags (ops/CMakeLists.txt); only
 // intrinsics and POD arguments here, as in avx512.cc.
@@ -15,7 +15,7 @@
 // multiplies it by the row's sub-block scale - 32, still exact). Each
 // output is then, block by block in k order,
 //   acc = fma(float(Σ w q), d_w * d_x, acc)       (one f32 lane per output)
-// and y = acc (+ bias). (Q2_K and Q3_K instead sum a whole 256-value
+// and y = acc (+ bias). (The K-quants instead sum a whole 256-value
 // super-block in int32 against x quantized per 256 values, as their
 // row-major kernels do: k_group below.) That is a function of the output's row of weights
 // and x row alone, so a row's result does not depend on m, on the x rows it
@@ -268,6 +268,74 @@ STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0
   }
 }
 
+// Q4_K / Q5_K (panels.h): sub-block s is a Q4_0 (Q5_0) block of unsigned
+// codes u, w = d * scale * u - dmin * min. Its sums Σ u q over values
+// 32 s + [0, 16) and + [16, 32) (the low and high nibbles) are int16 for
+// Q4_K (|.| <= 16 * 15 * 127), so vpdpwssd scales them into the super-block
+// sum; Q5_K's (codes to 31) may not be, and take vpmulld. The super-block
+// sum stays exact in int32 (it is rounded once, to f32, if above 2^24);
+// the min term and the f32 steps are Q2_K's.
+template <tensor::DType D, int MR>
+STRATA_INLINE void k45_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
+                             __m512 (&acc)[MR]) {
+  constexpr bool kQ5 = D == tensor::DType::kQ5_K;
+  constexpr int64_t kCodes = panel_block_codes(D);
+  for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
+  const int64_t kp = a.k_pad256;
+  __m512i isum[MR], imin[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    isum[r] = _mm512_setzero_si512();
+    imin[r] = _mm512_setzero_si512();
+  }
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    const uint8_t* codes = group + kK45PanelCodes + s * kCodes;
+    __m512i lo[MR], hi[MR], high;
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
+    if constexpr (kQ5) high = _mm512_load_si512(codes + 4 * 64);
+#pragma GCC unroll 4
+    for (int line = 0; line < 4; ++line) {
+      __m512i w0, w1;
+      nibble_line_codes<tensor::DType::kQ4_0>(codes + line * 64, w0, w1);
+      if constexpr (kQ5) {
+        w0 = with_fifth_bit(w0, high, 2 * line);
+        w1 = with_fifth_bit(w1, high, 2 * line + 1);
+      }
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const int8_t* xb = a.x_q8s + (i0 + r) * kp + g * 256 + 32 * s;
+        lo[r] = _mm512_dpbusd_epi32(lo[r], w0, broadcast_x4(xb + 4 * line));
+        hi[r] = _mm512_dpbusd_epi32(hi[r], w1, broadcast_x4(xb + 16 + 4 * line));
+      }
+    }
+    const __m512i sc = _mm512_cvtepu8_epi32(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(group + kK45PanelScales + s * kPanelRows)));
+    const __m512i mn = _mm512_cvtepu8_epi32(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(group + kK45PanelMins + s * kPanelRows)));
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      if constexpr (kQ5) {
+        isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(_mm512_add_epi32(lo[r], hi[r]), sc));
+      } else {
+        isum[r] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[r], lo[r], sc), hi[r], sc);
+      }
+      const int32_t* nsum = a.x_q8_nsum16 + (i0 + r) * (kp / 16) + g * 16 + 2 * s;  // -Σq
+      imin[r] = _mm512_dpwssd_epi32(imin[r], mn, _mm512_set1_epi32(nsum[0] + nsum[1]));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group)));
+  const __m512 dmin =
+      _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32)));
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    const __m512 dx = _mm512_set1_ps(a.x_q8_scale[(i0 + r) * (kp / 4) + g * 64]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, dx), acc[r]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(dmin, dx), acc[r]);
+  }
+}
+
 // The panel of weight rows [j0, j0 + 16) against x rows [i0, i0 + MR).
 template <tensor::DType D, int MR>
 void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j0) {
@@ -276,9 +344,13 @@ void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j
   __m512 acc[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  if constexpr (panels_read_x_groups(D)) {
+  if constexpr (D == tensor::DType::kQ2_K || D == tensor::DType::kQ3_K) {
     for (int64_t g = 0; g < a.k / 256; ++g) {
       k_group<D, MR>(a, panel + g * k_panel_group_bytes(D), i0, g, acc);
+    }
+  } else if constexpr (D == tensor::DType::kQ4_K || D == tensor::DType::kQ5_K) {
+    for (int64_t g = 0; g < a.k / 256; ++g) {
+      k45_group<D, MR>(a, panel + g * k_panel_group_bytes(D), i0, g, acc);
     }
   } else if constexpr (D == tensor::DType::kIQ4_XS) {
     const int8_t* xq = a.x_q8s + i0 * a.k;
@@ -395,6 +467,10 @@ void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_
       return panels_range<tensor::DType::kQ2_K>(a, n_begin, n_end);
     case tensor::DType::kQ3_K:
       return panels_range<tensor::DType::kQ3_K>(a, n_begin, n_end);
+    case tensor::DType::kQ4_K:
+      return panels_range<tensor::DType::kQ4_K>(a, n_begin, n_end);
+    case tensor::DType::kQ5_K:
+      return panels_range<tensor::DType::kQ5_K>(a, n_begin, n_end);
     default:
       __builtin_trap();  // has_panel_layout() types only
   }
@@ -474,15 +550,45 @@ void dequant_q8_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64
       });
 }
 
-// Nibble panels (Q4_0, IQ4_NL, Q5_0): row r's 16 code bytes of a block are
-// dword r of its 4 lines (and its fifth bits dword r of the fifth line); the
-// values are u * d - z d from the unsigned codes, as the row-major tiles
-// compute them (exact in f32; the same bf16 bits, zero signs included).
+// Row r's codes of a nibble panel block (Q4_0, IQ4_NL, Q5_0, and Q4_K's /
+// Q5_K's sub-blocks as D = Q4_0 / Q5_0) as unsigned bytes: values 0-15 in
+// lo, 16-31 in hi. Its 16 code bytes are dword r of the block's 4 lines (and
+// its fifth bits dword r of the fifth line).
+template <tensor::DType D>
+STRATA_INLINE void panel_row_codes(const uint8_t* codes, int64_t r, __m128i& lo, __m128i& hi) {
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  int32_t dw[4];
+  for (int g = 0; g < 4; ++g) std::memcpy(&dw[g], codes + g * 64 + r * 4, 4);
+  const __m128i bytes = _mm_setr_epi32(dw[0], dw[1], dw[2], dw[3]);
+  lo = _mm_and_si128(bytes, m4);
+  hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), m4);
+  if constexpr (D == tensor::DType::kQ5_0) {
+    // Byte 4 g + c of `spread` = the fifth-bit byte c; its bit 2 g
+    // (low nibbles) or 2 g + 1 (high) goes to bit 4 by a per-dword shift
+    // (a count of 32 shifts to 0).
+    int32_t fifth;
+    std::memcpy(&fifth, codes + 4 * 64 + r * 4, 4);
+    const __m128i spread = _mm_set1_epi32(fifth);
+    const __m128i m10 = _mm_set1_epi8(0x10);
+    const __m128i lo_bits = _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(4, 2, 0, 32)),
+                                         _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 32, 2)));
+    const __m128i hi_bits = _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(3, 1, 32, 32)),
+                                         _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 1, 3)));
+    lo = _mm_or_si128(lo, _mm_and_si128(lo_bits, m10));
+    hi = _mm_or_si128(hi, _mm_and_si128(hi_bits, m10));
+  } else if constexpr (D == tensor::DType::kIQ4_NL) {
+    const __m128i table = _mm512_castsi512_si128(iq4_table());  // level + 128
+    lo = _mm_shuffle_epi8(table, lo);
+    hi = _mm_shuffle_epi8(table, hi);
+  }
+}
+
+// Nibble panels (Q4_0, IQ4_NL, Q5_0): the values are u * d - z d from the
+// unsigned codes, as the row-major tiles compute them (exact in f32; the
+// same bf16 bits, zero signs included).
 template <tensor::DType D>
 void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  const __m128i table = _mm512_castsi512_si128(iq4_table());  // IQ4_NL: level + 128
   constexpr float kZeroPoint = D == tensor::DType::kQ4_0   ? 8.0f
                                : D == tensor::DType::kQ5_0 ? 16.0f
                                                            : 128.0f;
@@ -490,35 +596,44 @@ void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
       a, j0, rows, k0, kc,
       [&](const uint8_t* codes, const float* d, int64_t r0, int64_t nr, int64_t b) {
         for (int64_t r = 0; r < nr; ++r) {
-          int32_t dw[4];
-          for (int g = 0; g < 4; ++g) std::memcpy(&dw[g], codes + g * 64 + r * 4, 4);
-          const __m128i bytes = _mm_setr_epi32(dw[0], dw[1], dw[2], dw[3]);
-          __m128i lo = _mm_and_si128(bytes, m4);
-          __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), m4);
-          if constexpr (D == tensor::DType::kQ5_0) {
-            // Byte 4 g + c of `spread` = the fifth-bit byte c; its bit 2 g
-            // (low nibbles) or 2 g + 1 (high) goes to bit 4 by a per-dword shift
-            // (a count of 32 shifts to 0).
-            int32_t fifth;
-            std::memcpy(&fifth, codes + 4 * 64 + r * 4, 4);
-            const __m128i spread = _mm_set1_epi32(fifth);
-            const __m128i m10 = _mm_set1_epi8(0x10);
-            const __m128i lo_bits =
-                _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(4, 2, 0, 32)),
-                             _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 32, 2)));
-            const __m128i hi_bits =
-                _mm_or_si128(_mm_sllv_epi32(spread, _mm_setr_epi32(3, 1, 32, 32)),
-                             _mm_srlv_epi32(spread, _mm_setr_epi32(32, 32, 1, 3)));
-            lo = _mm_or_si128(lo, _mm_and_si128(lo_bits, m10));
-            hi = _mm_or_si128(hi, _mm_and_si128(hi_bits, m10));
-          } else if constexpr (D == tensor::DType::kIQ4_NL) {
-            lo = _mm_shuffle_epi8(table, lo);
-            hi = _mm_shuffle_epi8(table, hi);
-          }
+          __m128i lo, hi;
+          panel_row_codes<D>(codes, r, lo, hi);
           store_codes_bf16(lo, hi, d[r], d[r] * kZeroPoint,
                            out + (r0 + r) * out_stride + (b * 32 - k0));
         }
       });
+}
+
+// Q4_K / Q5_K panels: sub-block s of row r is a Q4_0 / Q5_0 block of codes
+// u; its values are u * A - B with the row-major tiles' A = scale * d and
+// B = min * dmin, and their one fmsub: the same bf16 bits.
+template <tensor::DType D>
+void dequant_k45_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                             uint16_t* out, int64_t out_stride) {
+  constexpr tensor::DType kBlock =
+      D == tensor::DType::kQ5_K ? tensor::DType::kQ5_0 : tensor::DType::kQ4_0;
+  const int64_t p_bytes = panel_bytes(D, a.k);
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanelRows) {
+    const uint8_t* panel = a.w_panels + (j0 + r0) / kPanelRows * p_bytes;
+    const int64_t nr = min64(kPanelRows, rows - r0);
+    for (int64_t b = k0 / 32; b < (k0 + kc) / 32; ++b) {
+      const uint8_t* group = panel + b / 8 * k_panel_group_bytes(D);
+      const int64_t s = b % 8;
+      const uint8_t* codes = group + kK45PanelCodes + s * panel_block_codes(D);
+      for (int64_t r = 0; r < nr; ++r) {
+        uint16_t dh, dminh;
+        std::memcpy(&dh, group + r * 2, 2);
+        std::memcpy(&dminh, group + 32 + r * 2, 2);
+        const float fa =
+            static_cast<float>(group[kK45PanelScales + s * kPanelRows + r]) * _cvtsh_ss(dh);
+        const float fb =
+            static_cast<float>(group[kK45PanelMins + s * kPanelRows + r]) * _cvtsh_ss(dminh);
+        __m128i lo, hi;
+        panel_row_codes<kBlock>(codes, r, lo, hi);
+        store_codes_bf16(lo, hi, fa, fb, out + (r0 + r) * out_stride + (b * 32 - k0));
+      }
+    }
+  }
 }
 
 // IQ4_XS panels: sub-block b = 8 g + s of row r is an IQ4_NL block under
@@ -631,6 +746,10 @@ void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
       return dequant_k_panels_bf16<tensor::DType::kQ2_K>(a, j0, rows, k0, kc, out, out_stride);
     case tensor::DType::kQ3_K:
       return dequant_k_panels_bf16<tensor::DType::kQ3_K>(a, j0, rows, k0, kc, out, out_stride);
+    case tensor::DType::kQ4_K:
+      return dequant_k45_panels_bf16<tensor::DType::kQ4_K>(a, j0, rows, k0, kc, out, out_stride);
+    case tensor::DType::kQ5_K:
+      return dequant_k45_panels_bf16<tensor::DType::kQ5_K>(a, j0, rows, k0, kc, out, out_stride);
     default:
       __builtin_trap();  // has_panel_layout() types only
   }

@@ -181,6 +181,110 @@ void pack_k_panel(tensor::DType t, const uint8_t* const* rows, int64_t rows_in, 
   }
 }
 
+// Q4_K's / Q5_K's eight 6-bit scales and mins back into their 12 bytes
+// (tensor::k4_scale_min's layout).
+void pack_k4_scales(const uint8_t sc[8], const uint8_t mn[8], uint8_t out[12]) {
+  for (int j = 0; j < 4; ++j) {
+    out[j] = static_cast<uint8_t>(sc[j] | (sc[j + 4] >> 4) << 6);
+    out[j + 4] = static_cast<uint8_t>(mn[j] | (mn[j + 4] >> 4) << 6);
+    out[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+  }
+}
+
+// The fields of a Q4_K / Q5_K block (qh nullptr for Q4_K).
+struct K45Block {
+  uint16_t* d;
+  uint16_t* dmin;
+  uint8_t* scales;
+  uint8_t* qh;
+  uint8_t* qs;
+};
+K45Block k45_block(tensor::DType t, uint8_t* row, int64_t g) {
+  if (t == tensor::DType::kQ5_K) {
+    auto& b = reinterpret_cast<tensor::BlockQ5_K*>(row)[g];
+    return {&b.d, &b.dmin, b.scales, b.qh, b.qs};
+  }
+  auto& b = reinterpret_cast<tensor::BlockQ4_K*>(row)[g];
+  return {&b.d, &b.dmin, b.scales, nullptr, b.qs};
+}
+
+// Q4_K / Q5_K (panels.h): sub-block s (values 32 s + l) is nibble s % 2 of
+// qs[32 (s / 2) + l] (and bit s of qh[l]); in the panel it is a Q4_0
+// (Q5_0) block whose qs byte l holds values l and 16 + l, and whose qh bit
+// j is value j's fifth bit.
+void pack_k45_panel(tensor::DType t, const uint8_t* const* rows, int64_t rows_in, int64_t k,
+                    uint8_t* panel) {
+  const int64_t group_bytes = k_panel_group_bytes(t), block_codes = panel_block_codes(t);
+  std::memset(panel, 0, static_cast<size_t>(panel_bytes(t, k)));
+  for (int64_t g = 0; g < k / 256; ++g) {
+    uint8_t* group = panel + g * group_bytes;
+    for (int64_t r = 0; r < rows_in; ++r) {
+      const K45Block b = k45_block(t, const_cast<uint8_t*>(rows[r]), g);
+      std::memcpy(group + r * 2, b.d, 2);
+      std::memcpy(group + 32 + r * 2, b.dmin, 2);
+      for (int sb = 0; sb < 8; ++sb) {
+        uint8_t sc, mn;
+        tensor::k4_scale_min(b.scales, sb, &sc, &mn);
+        group[kK45PanelScales + sb * kPanelRows + r] = sc;
+        group[kK45PanelMins + sb * kPanelRows + r] = mn;
+        uint8_t* codes = group + kK45PanelCodes + sb * block_codes;
+        const uint8_t* qs = b.qs + 32 * (sb / 2);
+        const int shift = 4 * (sb % 2);
+        for (int line = 0; line < 4; ++line) {
+          uint32_t word = 0;
+          for (int c = 0; c < 4; ++c) {
+            const int l = 4 * line + c;
+            word |= static_cast<uint32_t>((qs[l] >> shift & 0xF) | (qs[16 + l] >> shift & 0xF) << 4)
+                    << (8 * c);
+          }
+          std::memcpy(codes + line * 64 + r * 4, &word, 4);
+        }
+        if (b.qh != nullptr) {
+          uint32_t qh = 0;
+          for (int l = 0; l < 32; ++l) qh |= static_cast<uint32_t>(b.qh[l] >> sb & 1) << l;
+          const uint32_t spread = spread_high_bits(qh);
+          std::memcpy(codes + 4 * 64 + r * 4, &spread, 4);
+        }
+      }
+    }
+  }
+}
+
+void unpack_k45_row(tensor::DType t, const uint8_t* panel, int64_t k, int64_t r, uint8_t* row) {
+  const int64_t group_bytes = k_panel_group_bytes(t), block_codes = panel_block_codes(t);
+  for (int64_t g = 0; g < k / 256; ++g) {
+    const uint8_t* group = panel + g * group_bytes;
+    const K45Block b = k45_block(t, row, g);
+    std::memcpy(b.d, group + r * 2, 2);
+    std::memcpy(b.dmin, group + 32 + r * 2, 2);
+    uint8_t sc[8], mn[8];
+    std::memset(b.qs, 0, 128);
+    if (b.qh != nullptr) std::memset(b.qh, 0, 32);
+    for (int sb = 0; sb < 8; ++sb) {
+      sc[sb] = group[kK45PanelScales + sb * kPanelRows + r];
+      mn[sb] = group[kK45PanelMins + sb * kPanelRows + r];
+      const uint8_t* codes = group + kK45PanelCodes + sb * block_codes;
+      uint8_t* qs = b.qs + 32 * (sb / 2);
+      const int shift = 4 * (sb % 2);
+      for (int line = 0; line < 4; ++line) {
+        for (int c = 0; c < 4; ++c) {
+          const uint8_t byte = codes[line * 64 + r * 4 + c];
+          const int l = 4 * line + c;
+          qs[l] = static_cast<uint8_t>(qs[l] | (byte & 0xF) << shift);
+          qs[16 + l] = static_cast<uint8_t>(qs[16 + l] | (byte >> 4) << shift);
+        }
+      }
+      if (b.qh != nullptr) {
+        uint32_t spread;
+        std::memcpy(&spread, codes + 4 * 64 + r * 4, 4);
+        const uint32_t qh = gather_high_bits(spread);
+        for (int l = 0; l < 32; ++l) b.qh[l] = static_cast<uint8_t>(b.qh[l] | (qh >> l & 1) << sb);
+      }
+    }
+    pack_k4_scales(sc, mn, b.scales);
+  }
+}
+
 void unpack_k_row(tensor::DType t, const uint8_t* panel, int64_t k, int64_t r, uint8_t* row) {
   const bool q3 = t == tensor::DType::kQ3_K;
   const int64_t group_bytes = k_panel_group_bytes(t);
@@ -238,8 +342,10 @@ void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k
       uint8_t* panel = out + p * panel_bytes(t, k);
       if (t == tensor::DType::kIQ4_XS) {
         pack_iq4_xs_panel(panel_rows, rows_in, k, panel);
-      } else {
+      } else if (t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K) {
         pack_k_panel(t, panel_rows, rows_in, k, panel);
+      } else {
+        pack_k45_panel(t, panel_rows, rows_in, k, panel);
       }
     }
     return;
@@ -310,8 +416,10 @@ void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_
       uint8_t* row = static_cast<uint8_t*>(out) + (j - j0) * tensor::dtype_size_bytes(t, k);
       if (t == tensor::DType::kIQ4_XS) {
         unpack_iq4_xs_row(panel, k, j % kPanelRows, row);
-      } else {
+      } else if (t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K) {
         unpack_k_row(t, panel, k, j % kPanelRows, row);
+      } else {
+        unpack_k45_row(t, panel, k, j % kPanelRows, row);
       }
     }
     return;

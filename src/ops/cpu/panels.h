@@ -2,8 +2,9 @@
 // (avx512_panels.cc) for the types with 32-value blocks of one f16 scale and
 // no zero point of their own: Q8_0, Q4_0 / IQ4_NL (nibbles) and Q5_0
 // (nibbles and a fifth bit); IQ4_XS, IQ4_NL's codes under a 6-bit scale
-// per 32 values; and Q2_K / Q3_K, 2-bit (3-bit) codes under a scale (and
-// Q2_K's min) per 16 values. Built once at load by MatmulWeight::prepare /
+// per 32 values; Q2_K / Q3_K, 2-bit (3-bit) codes under a scale (and
+// Q2_K's min) per 16 values; and Q4_K / Q5_K, Q4_0's (Q5_0's) codes under
+// a scale and a min per 32 values. Built once at load by MatmulWeight::prepare /
 // concat_rows in place of the GGUF row-major bytes. Portable code.
 //
 // Panel p holds weight rows [16 p, 16 p + 16); rows past n are GGUF blocks
@@ -50,6 +51,14 @@
 // super-block is 1,344 bytes (21 lines, its 16 rows' GGUF blocks), Q3_K's
 // 1,856 (29 lines, 5.5% more than GGUF's 1,760).
 //
+// Q4_K and Q5_K likewise (x in value order), with 32-value sub-blocks s:
+//   head   [16 rows] f16 d, then [16 rows] f16 dmin
+//   scales [8 s][16 rows] u8 (6-bit), then mins [8 s][16 rows] u8 (6-bit)
+//   codes  [8 s][Q4_0's (Q5_0's) block codes above]: sub-block s as a Q4_0
+//          (Q5_0) block of values 32 s .. 32 s + 31
+// 2,368 bytes (37 lines, 2.8% more than GGUF's 2,304) and 2,880 (45
+// lines, 2.3% more than 2,816).
+//
 // Threading: pure functions of their arguments.
 #pragma once
 
@@ -64,31 +73,43 @@ constexpr int64_t kPanelRows = 16;
 
 // True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0,
 // IQ4_XS, Q2_K, Q3_K).
+// True for the panel dtypes whose kernel reads x quantized per 256 values
+// (x_to_q8_groups) instead of per 32 (x_to_q8_blocks): the K-quants Q2_K,
+// Q3_K, Q4_K, Q5_K.
+constexpr bool panels_read_x_groups(tensor::DType t) {
+  return t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K || t == tensor::DType::kQ4_K ||
+         t == tensor::DType::kQ5_K;
+}
+// True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0,
+// IQ4_XS and panels_read_x_groups()).
 constexpr bool has_panel_layout(tensor::DType t) {
   return t == tensor::DType::kQ8_0 || t == tensor::DType::kQ4_0 || t == tensor::DType::kIQ4_NL ||
-         t == tensor::DType::kQ5_0 || t == tensor::DType::kIQ4_XS || t == tensor::DType::kQ2_K ||
-         t == tensor::DType::kQ3_K;
+         t == tensor::DType::kQ5_0 || t == tensor::DType::kIQ4_XS || panels_read_x_groups(t);
 }
-// True for the panel dtypes whose kernel reads x quantized per 256 values
-// (x_to_q8_groups) instead of per 32 (x_to_q8_blocks): Q2_K, Q3_K.
-constexpr bool panels_read_x_groups(tensor::DType t) {
-  return t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K;
-}
-// Q2_K / Q3_K super-blocks in a panel: bytes, and offsets of the parts.
+// K-quant super-blocks in a panel: offsets of the parts (Q2_K / Q3_K, then
+// Q4_K / Q5_K) and bytes.
 constexpr int64_t kKPanelScales = 64;
 constexpr int64_t kKPanelCodes = 320;
 constexpr int64_t kKPanelHighBits = 1344;  // Q3_K
+constexpr int64_t kK45PanelScales = 64;
+constexpr int64_t kK45PanelMins = 192;
+constexpr int64_t kK45PanelCodes = 320;
+// Code bytes of a 32-value block of 16 rows (the Q4_0 / Q5_0 / Q8_0 layout;
+// Q4_K and Q5_K sub-blocks as Q4_0 and Q5_0 blocks).
+constexpr int64_t panel_block_codes(tensor::DType t) {
+  return t == tensor::DType::kQ8_0                                ? 512
+         : t == tensor::DType::kQ5_0 || t == tensor::DType::kQ5_K ? 320
+                                                                  : 256;
+}
 constexpr int64_t k_panel_group_bytes(tensor::DType t) {
-  return t == tensor::DType::kQ3_K ? 1856 : 1344;
+  return t == tensor::DType::kQ3_K   ? 1856
+         : t == tensor::DType::kQ2_K ? 1344
+                                     : kK45PanelCodes + 8 * panel_block_codes(t);
 }
 // IQ4_XS super-blocks in a panel: bytes, and offsets of the parts inside one.
 constexpr int64_t kIq4XsPanelGroupBytes = 2240;
 constexpr int64_t kIq4XsPanelScales = 64;
 constexpr int64_t kIq4XsPanelCodes = 192;
-// Code bytes of one block of a panel: 32 values x 16 rows.
-constexpr int64_t panel_block_codes(tensor::DType t) {
-  return t == tensor::DType::kQ8_0 ? 512 : t == tensor::DType::kQ5_0 ? 320 : 256;
-}
 constexpr int64_t kPanelBlockScales = 2 * kPanelRows;  // bytes: 16 f16
 constexpr int64_t panel_pair_bytes(tensor::DType t) {
   return 2 * panel_block_codes(t) + 2 * kPanelBlockScales;
@@ -96,8 +117,8 @@ constexpr int64_t panel_pair_bytes(tensor::DType t) {
 // A last odd block: its codes, its scales, padding to whole lines.
 constexpr int64_t panel_lone_bytes(tensor::DType t) { return panel_block_codes(t) + 64; }
 
-// Bytes of one panel of a weight with rows of k values (k % 32 == 0; IQ4_XS,
-// Q2_K, Q3_K: k % 256 == 0).
+// Bytes of one panel of a weight with rows of k values (k % 32 == 0; IQ4_XS
+// and the K-quants: k % 256 == 0).
 constexpr int64_t panel_bytes(tensor::DType t, int64_t k) {
   if (t == tensor::DType::kIQ4_XS) return k / 256 * kIq4XsPanelGroupBytes;
   if (panels_read_x_groups(t)) return k / 256 * k_panel_group_bytes(t);

@@ -1,5 +1,5 @@
-// The panel layout (cpu/panels.h) of Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS, Q2_K
-// and Q3_K: packing round
+// The panel layout (cpu/panels.h) of Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS and
+// the K-quants Q2_K ... Q5_K: packing round
 // trip, zero rows past n, where values sit, and the prefill's bf16 tiles read
 // from panels equal to those read from rows, bit for bit.
 #include "ops/cpu/panels.h"
@@ -25,8 +25,9 @@ using ops::testing::random_stored_weight;
 using ops::testing::StoredWeight;
 using tensor::DType;
 
-constexpr DType kPanelTypes[] = {DType::kQ8_0,   DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0,
-                                 DType::kIQ4_XS, DType::kQ2_K, DType::kQ3_K};
+constexpr DType kPanelTypes[] = {DType::kQ8_0, DType::kQ4_0,   DType::kIQ4_NL,
+                                 DType::kQ5_0, DType::kIQ4_XS, DType::kQ2_K,
+                                 DType::kQ3_K, DType::kQ4_K,   DType::kQ5_K};
 
 // A row length for type t: k for the 32-value types, the next multiple of
 // 256 for the others (their super-blocks).
@@ -73,6 +74,19 @@ TEST(Panels, PackedPartsUnpackToTheirRows) {
         for (int c = 0; c < 4; ++c) {
           EXPECT_EQ(panels[kKPanelCodes + 4 + c] >> 2 & 3, qs[4 + c] & 3) << c;
           EXPECT_EQ(panels[kKPanelCodes + 2 * 64 + 4 + c] & 3, qs[32 + c] & 3) << c;
+        }
+        continue;
+      }
+      if (t == DType::kQ4_K || t == DType::kQ5_K) {
+        // Sub-block 0 is a Q4_0 block of values 0-31: row 1's dword of its
+        // second line holds values 4-7 (low nibbles of qs[4..7]) and 20-23
+        // (low nibbles of qs[20..23]).
+        const uint8_t* qs = row1 + (t == DType::kQ4_K ? offsetof(tensor::BlockQ4_K, qs)
+                                                      : offsetof(tensor::BlockQ5_K, qs));
+        for (int c = 0; c < 4; ++c) {
+          EXPECT_EQ(panels[kK45PanelCodes + 64 + 4 + c], (qs[4 + c] & 0xF) | (qs[20 + c] & 0xF)
+                                                                                 << 4)
+              << c;
         }
         continue;
       }
