@@ -91,7 +91,7 @@ TEST_F(CalibrationTest, EveryCandidateMatchesReference) {
 TEST_F(CalibrationTest, PanelLowbitCandidatesMatchReference) {
   int checked = 0;
   for (DType dtype : {DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ2_K,
-                      DType::kQ3_K, DType::kQ4_K, DType::kQ5_K}) {
+                      DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     for (int64_t m : {1, 17, 64}) {
       for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 256}, {130, 1280}}) {
         StoredWeight part_a = random_stored_weight(dtype, n - 16, k, 71);
@@ -120,7 +120,7 @@ TEST_F(CalibrationTest, PanelLowbitCandidatesMatchReference) {
   }
   if (!cpu::reads_panels(cpu::active_kernels(), DType::kQ4_0)) return;
   // Per type, shape and m: two weights; prefill on panels with oneDNN has two candidates.
-  EXPECT_EQ(checked, 8 * 2 * (2 + 2 * (cpu::onednn_enabled() ? 2 : 1) * 2));
+  EXPECT_EQ(checked, 9 * 2 * (2 + 2 * (cpu::onednn_enabled() ? 2 : 1) * 2));
 }
 
 // Decode is one regime for m <= 16: each decode candidate gives bit-identical
@@ -228,7 +228,7 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
   }
   // The low-bit types in panels: the panel kernel, or oneDNN on tiles from them.
   for (DType dtype : {DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0, DType::kIQ4_XS, DType::kQ2_K,
-                      DType::kQ3_K, DType::kQ4_K, DType::kQ5_K}) {
+                      DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     if (!cpu::reads_panels(cpu::active_kernels(), dtype)) continue;
     EXPECT_EQ(matmul_candidates({dtype, 896, 896, MatmulRegime::kDecode}),
               std::vector<MatmulKernel>{MatmulKernel::kOwn});
@@ -237,14 +237,14 @@ TEST_F(CalibrationTest, DecodeTileVariantsAreBitIdentical) {
                 (std::vector<MatmulKernel>{MatmulKernel::kOwnInt8, MatmulKernel::kOnednn}));
     }
   }
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ6_K}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ4_1}) {
     for (MatmulKernel c : matmul_candidates({dtype, 896, 896, MatmulRegime::kPrefill})) {
       EXPECT_NE(c, MatmulKernel::kOwnInt8) << tensor::dtype_name(dtype);
     }
   }
 }
 
-// Weights in panels (Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS, Q2_K ... Q5_K), prefill with own-int8 (and
+// Weights in panels (Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS, Q2_K ... Q6_K), prefill with own-int8 (and
 // the static choice, which is it): each row has the bits it gets decoded alone, so a token's logits
 // do not depend on whether it was prefilled or decoded, nor on the step's size.
 TEST_F(CalibrationTest, PrefillOnPanelsHasTheDecodeBits) {
@@ -265,7 +265,9 @@ TEST_F(CalibrationTest, PrefillOnPanelsHasTheDecodeBits) {
                              {DType::kQ4_K, 67, 256},
                              {DType::kQ4_K, 130, 1280},
                              {DType::kQ5_K, 67, 256},
-                             {DType::kQ5_K, 130, 1280}}) {
+                             {DType::kQ5_K, 130, 1280},
+                             {DType::kQ6_K, 67, 256},
+                             {DType::kQ6_K, 130, 1280}}) {
     SCOPED_TRACE(tensor::dtype_name(dtype));
     const int64_t m = 41;
     StoredWeight s = random_stored_weight(dtype, n, k, 61);

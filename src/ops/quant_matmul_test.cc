@@ -128,7 +128,7 @@ TEST_P(QuantMatmulTest, BatchAndThreadInvariant) {
 
 // Where a table runs its int8 kernel at prefill sizes too (AVX2, which has no
 // prefill GEMM; AVX-512 on the panels of Q4_0, Q5_0, IQ4_NL, IQ4_XS and
-// Q2_K ... Q5_K, and
+// Q2_K ... Q6_K, and
 // for every type with STRATA_NO_ONEDNN=1), a row of a 40-row chunk
 // gets the bits it gets when decoded alone, so a token's logits do not depend
 // on the chunk it is computed in.
@@ -158,7 +158,7 @@ TEST_P(QuantMatmulTest, Int8PrefillRowsEqualDecodeRows) {
     EXPECT_TRUE(cpu::uses_lowbit_kernel(*table_, DType::kQ3_K, 1));
     EXPECT_TRUE(cpu::uses_lowbit_kernel(*table_, DType::kQ6_K, 512));
   } else if (&*table_ == &cpu::active_kernels() && cpu::panels_in_use(DType::kQ4_0)) {
-    EXPECT_EQ(covered, 8);  // the panel types: Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K ... Q5_K
+    EXPECT_EQ(covered, 9);  // the panel types: Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K ... Q6_K
   } else if (covered == 0) {
     GTEST_SKIP() << "this table runs no int8 low-bit kernel at prefill sizes";
   }

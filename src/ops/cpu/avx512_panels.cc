@@ -1,5 +1,5 @@
 // Weights in 16-row panels (panels.h: Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K,
-// Q3_K, Q4_K, Q5_K), AVX512-VNNI: the int8 kernel (every decode m, and prefill unless
+// Q3_K, Q4_K, Q5_K, Q6_K), AVX512-VNNI: the int8 kernel (every decode m, and prefill unless
 // calibration chose a bf16-tile candidate: uses_panels()) and the bf16 tiles
 // of those candidates. Compiled with the AVX-512 flags (ops/CMakeLists.txt); only
 // intrinsics and POD arguments here, as in avx512.cc.
@@ -268,17 +268,28 @@ STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0
   }
 }
 
-// Q4_K / Q5_K (panels.h): sub-block s is a Q4_0 (Q5_0) block of unsigned
-// codes u, w = d * scale * u - dmin * min. Its sums Σ u q over values
-// 32 s + [0, 16) and + [16, 32) (the low and high nibbles) are int16 for
-// Q4_K (|.| <= 16 * 15 * 127), so vpdpwssd scales them into the super-block
-// sum; Q5_K's (codes to 31) may not be, and take vpmulld. The super-block
-// sum stays exact in int32 (it is rounded once, to f32, if above 2^24);
-// the min term and the f32 steps are Q2_K's.
+// Q6_K's top 2 bits of top-bit line `high` at bits 4, 5 of the codes of
+// nibble line L (bits 2 L, 2 L + 1 of each byte, moved by a 16-bit shift of
+// at most 4 that keeps each byte's own bits there), ORed in.
+STRATA_INLINE __m512i with_top_bits(__m512i nibbles, __m512i high, int line) {
+  const __m512i at4 =
+      line <= 2 ? _mm512_slli_epi16(high, 4 - 2 * line) : _mm512_srli_epi16(high, 2 * line - 4);
+  return _mm512_ternarylogic_epi32(nibbles, at4, _mm512_set1_epi8(0x30), 0xF8);  // a | (b & c)
+}
+
+// Q4_K / Q5_K / Q6_K (panels.h) by 32-value blocks p of unsigned codes u:
+// Q4_K and Q5_K sub-block p as a Q4_0 (Q5_0) block, w = d * scale * u -
+// dmin * min; Q6_K's block p as Q4_0's nibbles plus two lines of top bits,
+// w = d * scale * (u - 32) with a scale per 16 values. The sums Σ u q over
+// values 32 p + [0, 16) and + [16, 32) (the low and high nibbles; Q6_K
+// seeded with -32 Σq) are int16 for Q4_K (|.| <= 16 * 15 * 127), so vpdpwssd
+// scales them into the super-block sum; Q5_K's and Q6_K's may not be, and
+// take vpmulld. The super-block sum stays exact in int32 (it is rounded
+// once, to f32, if above 2^24); the min term and the f32 steps are Q2_K's.
 template <tensor::DType D, int MR>
-STRATA_INLINE void k45_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
+STRATA_INLINE void k32_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
                              __m512 (&acc)[MR]) {
-  constexpr bool kQ5 = D == tensor::DType::kQ5_K;
+  constexpr bool kQ5 = D == tensor::DType::kQ5_K, kQ6 = D == tensor::DType::kQ6_K;
   constexpr int64_t kCodes = panel_block_codes(D);
   for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
   const int64_t kp = a.k_pad256;
@@ -289,12 +300,24 @@ STRATA_INLINE void k45_group(const MatmulArgs& a, const uint8_t* group, int64_t 
     imin[r] = _mm512_setzero_si512();
   }
 #pragma GCC unroll 8
-  for (int s = 0; s < 8; ++s) {
-    const uint8_t* codes = group + kK45PanelCodes + s * kCodes;
-    __m512i lo[MR], hi[MR], high;
+  for (int p = 0; p < 8; ++p) {
+    const uint8_t* codes = group + kK45PanelCodes + p * kCodes;
+    __m512i lo[MR], hi[MR], high, top0, top1;
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
+    for (int r = 0; r < MR; ++r) {
+      if constexpr (kQ6) {  // -32 Σq of each half
+        const int32_t* nsum = a.x_q8_nsum16 + (i0 + r) * (kp / 16) + g * 16 + 2 * p;
+        lo[r] = _mm512_set1_epi32(nsum[0] * 32);
+        hi[r] = _mm512_set1_epi32(nsum[1] * 32);
+      } else {
+        lo[r] = hi[r] = _mm512_setzero_si512();
+      }
+    }
     if constexpr (kQ5) high = _mm512_load_si512(codes + 4 * 64);
+    if constexpr (kQ6) {
+      top0 = _mm512_load_si512(codes + 4 * 64);
+      top1 = _mm512_load_si512(codes + 5 * 64);
+    }
 #pragma GCC unroll 4
     for (int line = 0; line < 4; ++line) {
       __m512i w0, w1;
@@ -303,36 +326,58 @@ STRATA_INLINE void k45_group(const MatmulArgs& a, const uint8_t* group, int64_t 
         w0 = with_fifth_bit(w0, high, 2 * line);
         w1 = with_fifth_bit(w1, high, 2 * line + 1);
       }
+      if constexpr (kQ6) {
+        w0 = with_top_bits(w0, top0, line);
+        w1 = with_top_bits(w1, top1, line);
+      }
 #pragma GCC unroll 16
       for (int r = 0; r < MR; ++r) {
-        const int8_t* xb = a.x_q8s + (i0 + r) * kp + g * 256 + 32 * s;
+        const int8_t* xb = a.x_q8s + (i0 + r) * kp + g * 256 + 32 * p;
         lo[r] = _mm512_dpbusd_epi32(lo[r], w0, broadcast_x4(xb + 4 * line));
         hi[r] = _mm512_dpbusd_epi32(hi[r], w1, broadcast_x4(xb + 16 + 4 * line));
       }
     }
-    const __m512i sc = _mm512_cvtepu8_epi32(
-        _mm_load_si128(reinterpret_cast<const __m128i*>(group + kK45PanelScales + s * kPanelRows)));
-    const __m512i mn = _mm512_cvtepu8_epi32(
-        _mm_load_si128(reinterpret_cast<const __m128i*>(group + kK45PanelMins + s * kPanelRows)));
+    if constexpr (kQ6) {  // int8 scales of sub-blocks 2 p, 2 p + 1
+      const uint8_t* sc = group + kQ6KPanelScales + 2 * p * kPanelRows;
+      const __m512i sc0 =
+          _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+      const __m512i sc1 =
+          _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + kPanelRows)));
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      if constexpr (kQ5) {
-        isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(_mm512_add_epi32(lo[r], hi[r]), sc));
-      } else {
-        isum[r] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[r], lo[r], sc), hi[r], sc);
+      for (int r = 0; r < MR; ++r) {
+        isum[r] = _mm512_add_epi32(_mm512_add_epi32(isum[r], _mm512_mullo_epi32(lo[r], sc0)),
+                                   _mm512_mullo_epi32(hi[r], sc1));
       }
-      const int32_t* nsum = a.x_q8_nsum16 + (i0 + r) * (kp / 16) + g * 16 + 2 * s;  // -Σq
-      imin[r] = _mm512_dpwssd_epi32(imin[r], mn, _mm512_set1_epi32(nsum[0] + nsum[1]));
+    } else {
+      const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128(
+          reinterpret_cast<const __m128i*>(group + kK45PanelScales + p * kPanelRows)));
+      const __m512i mn = _mm512_cvtepu8_epi32(
+          _mm_load_si128(reinterpret_cast<const __m128i*>(group + kK45PanelMins + p * kPanelRows)));
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        if constexpr (kQ5) {
+          isum[r] =
+              _mm512_add_epi32(isum[r], _mm512_mullo_epi32(_mm512_add_epi32(lo[r], hi[r]), sc));
+        } else {
+          isum[r] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[r], lo[r], sc), hi[r], sc);
+        }
+        const int32_t* nsum = a.x_q8_nsum16 + (i0 + r) * (kp / 16) + g * 16 + 2 * p;  // -Σq
+        imin[r] = _mm512_dpwssd_epi32(imin[r], mn, _mm512_set1_epi32(nsum[0] + nsum[1]));
+      }
     }
   }
   const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group)));
-  const __m512 dmin =
-      _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32)));
+  __m512 dmin;
+  if constexpr (!kQ6) {
+    dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32)));
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     const __m512 dx = _mm512_set1_ps(a.x_q8_scale[(i0 + r) * (kp / 4) + g * 64]);
     acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, dx), acc[r]);
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(dmin, dx), acc[r]);
+    if constexpr (!kQ6) {
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(dmin, dx), acc[r]);
+    }
   }
 }
 
@@ -348,9 +393,9 @@ void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j
     for (int64_t g = 0; g < a.k / 256; ++g) {
       k_group<D, MR>(a, panel + g * k_panel_group_bytes(D), i0, g, acc);
     }
-  } else if constexpr (D == tensor::DType::kQ4_K || D == tensor::DType::kQ5_K) {
+  } else if constexpr (panels_read_x_groups(D)) {  // Q4_K, Q5_K, Q6_K
     for (int64_t g = 0; g < a.k / 256; ++g) {
-      k45_group<D, MR>(a, panel + g * k_panel_group_bytes(D), i0, g, acc);
+      k32_group<D, MR>(a, panel + g * k_panel_group_bytes(D), i0, g, acc);
     }
   } else if constexpr (D == tensor::DType::kIQ4_XS) {
     const int8_t* xq = a.x_q8s + i0 * a.k;
@@ -420,11 +465,17 @@ void panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
 // Row values 0-15 and 16-31 from unsigned codes u0, u1 (u8) as u * a - b,
 // rounded once (the row-major low-bit tiles' fmsub, zero signs included),
 // as 32 bf16 at out.
-STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a, float b, uint16_t* out) {
-  const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
-  const __m512 lo = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u0)), va, vb);
-  const __m512 hi = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u1)), va, vb);
+// (Values 0-15 as u0 * a0 - b0, 16-31 as u1 * a1 - b1.)
+STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a0, float b0, float a1, float b1,
+                                    uint16_t* out) {
+  const __m512 lo = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u0)),
+                                    _mm512_set1_ps(a0), _mm512_set1_ps(b0));
+  const __m512 hi = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u1)),
+                                    _mm512_set1_ps(a1), _mm512_set1_ps(b1));
   _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a, float b, uint16_t* out) {
+  store_codes_bf16(u0, u1, a, b, a, b, out);
 }
 
 STRATA_INLINE void store_row_bf16(__m128i q0, __m128i q1, float d, uint16_t* out) {
@@ -448,31 +499,6 @@ void avx512_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, f
       const __m512i s = _mm512_add_epi32(_mm512_cvtepi8_epi32(q0), _mm512_cvtepi8_epi32(q1));
       corr[r * blocks + b] = -128 * _mm512_reduce_add_epi32(s);
     }
-  }
-}
-
-void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
-  switch (a.w_dtype) {
-    case tensor::DType::kQ8_0:
-      return panels_range<tensor::DType::kQ8_0>(a, n_begin, n_end);
-    case tensor::DType::kQ4_0:
-      return panels_range<tensor::DType::kQ4_0>(a, n_begin, n_end);
-    case tensor::DType::kIQ4_NL:
-      return panels_range<tensor::DType::kIQ4_NL>(a, n_begin, n_end);
-    case tensor::DType::kQ5_0:
-      return panels_range<tensor::DType::kQ5_0>(a, n_begin, n_end);
-    case tensor::DType::kIQ4_XS:
-      return panels_range<tensor::DType::kIQ4_XS>(a, n_begin, n_end);
-    case tensor::DType::kQ2_K:
-      return panels_range<tensor::DType::kQ2_K>(a, n_begin, n_end);
-    case tensor::DType::kQ3_K:
-      return panels_range<tensor::DType::kQ3_K>(a, n_begin, n_end);
-    case tensor::DType::kQ4_K:
-      return panels_range<tensor::DType::kQ4_K>(a, n_begin, n_end);
-    case tensor::DType::kQ5_K:
-      return panels_range<tensor::DType::kQ5_K>(a, n_begin, n_end);
-    default:
-      __builtin_trap();  // has_panel_layout() types only
   }
 }
 
@@ -604,12 +630,14 @@ void dequant_nibble_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
       });
 }
 
-// Q4_K / Q5_K panels: sub-block s of row r is a Q4_0 / Q5_0 block of codes
-// u; its values are u * A - B with the row-major tiles' A = scale * d and
-// B = min * dmin, and their one fmsub: the same bf16 bits.
+// Q4_K / Q5_K / Q6_K panels: block p of row r holds Q4_0 / Q5_0 codes (Q6_K:
+// Q4_0's nibbles and top bits from lines 4, 5); its values are u * A - B with
+// the row-major tiles' A = scale * d and B = min * dmin (Q6_K: A = d * scale
+// per 16 values, B = 32 A), and their one fmsub: the same bf16 bits.
 template <tensor::DType D>
-void dequant_k45_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+void dequant_k32_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
                              uint16_t* out, int64_t out_stride) {
+  constexpr bool kQ6 = D == tensor::DType::kQ6_K;
   constexpr tensor::DType kBlock =
       D == tensor::DType::kQ5_K ? tensor::DType::kQ5_0 : tensor::DType::kQ4_0;
   const int64_t p_bytes = panel_bytes(D, a.k);
@@ -624,13 +652,35 @@ void dequant_k45_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int6
         uint16_t dh, dminh;
         std::memcpy(&dh, group + r * 2, 2);
         std::memcpy(&dminh, group + 32 + r * 2, 2);
-        const float fa =
-            static_cast<float>(group[kK45PanelScales + s * kPanelRows + r]) * _cvtsh_ss(dh);
-        const float fb =
-            static_cast<float>(group[kK45PanelMins + s * kPanelRows + r]) * _cvtsh_ss(dminh);
         __m128i lo, hi;
         panel_row_codes<kBlock>(codes, r, lo, hi);
-        store_codes_bf16(lo, hi, fa, fb, out + (r0 + r) * out_stride + (b * 32 - k0));
+        uint16_t* dst = out + (r0 + r) * out_stride + (b * 32 - k0);
+        if constexpr (kQ6) {
+          // Top bits: byte c of top line h's dword r, bits 2 L, at bit 4 of
+          // byte 4 L + c of lo (h = 0) or hi (h = 1).
+          const __m128i shifts = _mm_setr_epi32(0, 2, 4, 6), m3 = _mm_set1_epi8(3);
+          int32_t top[2];
+          std::memcpy(&top[0], codes + 4 * 64 + r * 4, 4);
+          std::memcpy(&top[1], codes + 5 * 64 + r * 4, 4);
+          lo = _mm_or_si128(
+              lo,
+              _mm_slli_epi32(_mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(top[0]), shifts), m3), 4));
+          hi = _mm_or_si128(
+              hi,
+              _mm_slli_epi32(_mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(top[1]), shifts), m3), 4));
+          const float d = _cvtsh_ss(dh);
+          const float a0 = d * static_cast<float>(static_cast<int8_t>(
+                                   group[kQ6KPanelScales + 2 * s * kPanelRows + r]));
+          const float a1 = d * static_cast<float>(static_cast<int8_t>(
+                                   group[kQ6KPanelScales + (2 * s + 1) * kPanelRows + r]));
+          store_codes_bf16(lo, hi, a0, a0 * 32.0f, a1, a1 * 32.0f, dst);
+        } else {
+          const float fa =
+              static_cast<float>(group[kK45PanelScales + s * kPanelRows + r]) * _cvtsh_ss(dh);
+          const float fb =
+              static_cast<float>(group[kK45PanelMins + s * kPanelRows + r]) * _cvtsh_ss(dminh);
+          store_codes_bf16(lo, hi, fa, fb, fa, fb, dst);
+        }
       }
     }
   }
@@ -726,33 +776,76 @@ void dequant_k_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_
   }
 }
 
+// The bf16 tile of a weight in panels of type D.
+template <tensor::DType D>
+void dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                         uint16_t* out, int64_t out_stride) {
+  if constexpr (D == tensor::DType::kQ8_0) {
+    dequant_q8_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
+  } else if constexpr (D == tensor::DType::kIQ4_XS) {
+    dequant_iq4_xs_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
+  } else if constexpr (D == tensor::DType::kQ2_K || D == tensor::DType::kQ3_K) {
+    dequant_k_panels_bf16<D>(a, j0, rows, k0, kc, out, out_stride);
+  } else if constexpr (panels_read_x_groups(D)) {  // Q4_K, Q5_K, Q6_K
+    dequant_k32_panels_bf16<D>(a, j0, rows, k0, kc, out, out_stride);
+  } else {
+    dequant_nibble_panels_bf16<D>(a, j0, rows, k0, kc, out, out_stride);
+  }
+}
+
+// F<D>::run(args...) for the panel dtype D == t (has_panel_layout() types).
+template <template <tensor::DType> class F, class... Args>
+void for_panel_dtype(tensor::DType t, Args&&... args) {
+  using tensor::DType;
+  switch (t) {
+    case DType::kQ8_0:
+      return F<DType::kQ8_0>::run(args...);
+    case DType::kQ4_0:
+      return F<DType::kQ4_0>::run(args...);
+    case DType::kIQ4_NL:
+      return F<DType::kIQ4_NL>::run(args...);
+    case DType::kQ5_0:
+      return F<DType::kQ5_0>::run(args...);
+    case DType::kIQ4_XS:
+      return F<DType::kIQ4_XS>::run(args...);
+    case DType::kQ2_K:
+      return F<DType::kQ2_K>::run(args...);
+    case DType::kQ3_K:
+      return F<DType::kQ3_K>::run(args...);
+    case DType::kQ4_K:
+      return F<DType::kQ4_K>::run(args...);
+    case DType::kQ5_K:
+      return F<DType::kQ5_K>::run(args...);
+    case DType::kQ6_K:
+      return F<DType::kQ6_K>::run(args...);
+    default:
+      __builtin_trap();
+  }
+}
+
+template <tensor::DType D>
+struct PanelsRange {
+  static void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+    panels_range<D>(a, n_begin, n_end);
+  }
+};
+template <tensor::DType D>
+struct DequantPanels {
+  static void run(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
+                  uint16_t* out, int64_t out_stride) {
+    dequant_panels_bf16<D>(a, j0, rows, k0, kc, out, out_stride);
+  }
+};
+
 }  // namespace
+
+void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  for_panel_dtype<PanelsRange>(a.w_dtype, a, n_begin, n_end);
+}
 
 void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
-  switch (a.w_dtype) {
-    case tensor::DType::kQ8_0:
-      return dequant_q8_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
-    case tensor::DType::kQ4_0:
-      return dequant_nibble_panels_bf16<tensor::DType::kQ4_0>(a, j0, rows, k0, kc, out, out_stride);
-    case tensor::DType::kIQ4_NL:
-      return dequant_nibble_panels_bf16<tensor::DType::kIQ4_NL>(a, j0, rows, k0, kc, out,
-                                                                out_stride);
-    case tensor::DType::kQ5_0:
-      return dequant_nibble_panels_bf16<tensor::DType::kQ5_0>(a, j0, rows, k0, kc, out, out_stride);
-    case tensor::DType::kIQ4_XS:
-      return dequant_iq4_xs_panels_bf16(a, j0, rows, k0, kc, out, out_stride);
-    case tensor::DType::kQ2_K:
-      return dequant_k_panels_bf16<tensor::DType::kQ2_K>(a, j0, rows, k0, kc, out, out_stride);
-    case tensor::DType::kQ3_K:
-      return dequant_k_panels_bf16<tensor::DType::kQ3_K>(a, j0, rows, k0, kc, out, out_stride);
-    case tensor::DType::kQ4_K:
-      return dequant_k45_panels_bf16<tensor::DType::kQ4_K>(a, j0, rows, k0, kc, out, out_stride);
-    case tensor::DType::kQ5_K:
-      return dequant_k45_panels_bf16<tensor::DType::kQ5_K>(a, j0, rows, k0, kc, out, out_stride);
-    default:
-      __builtin_trap();  // has_panel_layout() types only
-  }
+  for_panel_dtype<DequantPanels>(a.w_dtype, a, j0, rows, k0, kc, out, out_stride);
 }
 
 }  // namespace strata::ops::cpu

@@ -3,6 +3,7 @@
 #include <emmintrin.h>  // SSE2: baseline x86-64
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "base/check.h"
@@ -191,21 +192,28 @@ void pack_k4_scales(const uint8_t sc[8], const uint8_t mn[8], uint8_t out[12]) {
   }
 }
 
-// The fields of a Q4_K / Q5_K block (qh nullptr for Q4_K).
+// The fields of block g of a Q4_K / Q5_K row (qh nullptr for Q4_K); Byte is
+// uint8_t or const uint8_t.
+template <class Byte>
 struct K45Block {
-  uint16_t* d;
-  uint16_t* dmin;
-  uint8_t* scales;
-  uint8_t* qh;
-  uint8_t* qs;
+  Byte* d;
+  Byte* dmin;
+  Byte* scales;
+  Byte* qh;
+  Byte* qs;
 };
-K45Block k45_block(tensor::DType t, uint8_t* row, int64_t g) {
+template <class Byte>
+K45Block<Byte> k45_block(tensor::DType t, Byte* row, int64_t g) {
   if (t == tensor::DType::kQ5_K) {
-    auto& b = reinterpret_cast<tensor::BlockQ5_K*>(row)[g];
-    return {&b.d, &b.dmin, b.scales, b.qh, b.qs};
+    using B = tensor::BlockQ5_K;
+    Byte* b = row + g * static_cast<int64_t>(sizeof(B));
+    return {b + offsetof(B, d), b + offsetof(B, dmin), b + offsetof(B, scales), b + offsetof(B, qh),
+            b + offsetof(B, qs)};
   }
-  auto& b = reinterpret_cast<tensor::BlockQ4_K*>(row)[g];
-  return {&b.d, &b.dmin, b.scales, nullptr, b.qs};
+  using B = tensor::BlockQ4_K;
+  Byte* b = row + g * static_cast<int64_t>(sizeof(B));
+  return {b + offsetof(B, d), b + offsetof(B, dmin), b + offsetof(B, scales), nullptr,
+          b + offsetof(B, qs)};
 }
 
 // Q4_K / Q5_K (panels.h): sub-block s (values 32 s + l) is nibble s % 2 of
@@ -219,7 +227,7 @@ void pack_k45_panel(tensor::DType t, const uint8_t* const* rows, int64_t rows_in
   for (int64_t g = 0; g < k / 256; ++g) {
     uint8_t* group = panel + g * group_bytes;
     for (int64_t r = 0; r < rows_in; ++r) {
-      const K45Block b = k45_block(t, const_cast<uint8_t*>(rows[r]), g);
+      const K45Block<const uint8_t> b = k45_block(t, rows[r], g);
       std::memcpy(group + r * 2, b.d, 2);
       std::memcpy(group + 32 + r * 2, b.dmin, 2);
       for (int sb = 0; sb < 8; ++sb) {
@@ -254,7 +262,7 @@ void unpack_k45_row(tensor::DType t, const uint8_t* panel, int64_t k, int64_t r,
   const int64_t group_bytes = k_panel_group_bytes(t), block_codes = panel_block_codes(t);
   for (int64_t g = 0; g < k / 256; ++g) {
     const uint8_t* group = panel + g * group_bytes;
-    const K45Block b = k45_block(t, row, g);
+    const K45Block<uint8_t> b = k45_block(t, row, g);
     std::memcpy(b.d, group + r * 2, 2);
     std::memcpy(b.dmin, group + 32 + r * 2, 2);
     uint8_t sc[8], mn[8];
@@ -282,6 +290,80 @@ void unpack_k45_row(tensor::DType t, const uint8_t* panel, int64_t k, int64_t r,
       }
     }
     pack_k4_scales(sc, mn, b.scales);
+  }
+}
+
+// Q6_K (panels.h): value 128 n + 32 k + l (l < 32) has its low 4 bits in
+// nibble k / 2 of ql[64 n + 32 (k % 2) + l] and its top 2 bits at bits 2 k
+// of qh[32 n + l]; block p of the panel is n = p / 4, k = p % 4, and its
+// lines take l = 4 L + c (low nibbles, top-bit line 0) and 16 + 4 L + c
+// (high nibbles, line 1) to byte c.
+void pack_q6_k_panel(const uint8_t* const* rows, int64_t rows_in, int64_t k, uint8_t* panel) {
+  constexpr tensor::DType t = tensor::DType::kQ6_K;
+  const int64_t group_bytes = k_panel_group_bytes(t), block_codes = panel_block_codes(t);
+  std::memset(panel, 0, static_cast<size_t>(panel_bytes(t, k)));
+  for (int64_t g = 0; g < k / 256; ++g) {
+    uint8_t* group = panel + g * group_bytes;
+    for (int64_t r = 0; r < rows_in; ++r) {
+      const auto& b = reinterpret_cast<const tensor::BlockQ6_K*>(rows[r])[g];
+      std::memcpy(group + r * 2, &b.d, 2);
+      for (int i = 0; i < 16; ++i) {
+        group[kQ6KPanelScales + i * kPanelRows + r] = static_cast<uint8_t>(b.scales[i]);
+      }
+      for (int p = 0; p < 8; ++p) {
+        const int n = p / 4, kk = p % 4;
+        const uint8_t* ql = b.ql + 64 * n + 32 * (kk % 2);
+        const uint8_t* qh = b.qh + 32 * n;
+        const int shift = 4 * (kk / 2);
+        uint8_t* codes = group + kQ6KPanelCodes + p * block_codes;
+        for (int line = 0; line < 4; ++line) {
+          const int l = 4 * line;
+          const uint32_t low = (load_word(ql + l) >> shift & 0x0F0F0F0Fu) |
+                               (load_word(ql + 16 + l) >> shift & 0x0F0F0F0Fu) << 4;
+          std::memcpy(codes + line * 64 + r * 4, &low, 4);
+          for (int h = 0; h < 2; ++h) {
+            uint32_t top;
+            std::memcpy(&top, codes + (4 + h) * 64 + r * 4, 4);
+            top |= (load_word(qh + 16 * h + l) >> (2 * kk) & 0x03030303u) << (2 * line);
+            std::memcpy(codes + (4 + h) * 64 + r * 4, &top, 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+void unpack_q6_k_row(const uint8_t* panel, int64_t k, int64_t r, uint8_t* row) {
+  constexpr tensor::DType t = tensor::DType::kQ6_K;
+  const int64_t group_bytes = k_panel_group_bytes(t), block_codes = panel_block_codes(t);
+  for (int64_t g = 0; g < k / 256; ++g) {
+    const uint8_t* group = panel + g * group_bytes;
+    auto& b = reinterpret_cast<tensor::BlockQ6_K*>(row)[g];
+    std::memcpy(&b.d, group + r * 2, 2);
+    std::memset(b.ql, 0, sizeof(b.ql));
+    std::memset(b.qh, 0, sizeof(b.qh));
+    for (int i = 0; i < 16; ++i) {
+      b.scales[i] = static_cast<int8_t>(group[kQ6KPanelScales + i * kPanelRows + r]);
+    }
+    for (int p = 0; p < 8; ++p) {
+      const int n = p / 4, kk = p % 4;
+      uint8_t* ql = b.ql + 64 * n + 32 * (kk % 2);
+      uint8_t* qh = b.qh + 32 * n;
+      const int shift = 4 * (kk / 2);
+      const uint8_t* codes = group + kQ6KPanelCodes + p * block_codes;
+      for (int line = 0; line < 4; ++line) {
+        for (int c = 0; c < 4; ++c) {
+          const uint8_t byte = codes[line * 64 + r * 4 + c];
+          const int l = 4 * line + c;
+          ql[l] = static_cast<uint8_t>(ql[l] | (byte & 0xF) << shift);
+          ql[16 + l] = static_cast<uint8_t>(ql[16 + l] | (byte >> 4) << shift);
+          for (int h = 0; h < 2; ++h) {
+            const int top = codes[(4 + h) * 64 + r * 4 + c] >> (2 * line) & 3;
+            qh[16 * h + l] = static_cast<uint8_t>(qh[16 * h + l] | top << (2 * kk));
+          }
+        }
+      }
+    }
   }
 }
 
@@ -344,6 +426,8 @@ void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k
         pack_iq4_xs_panel(panel_rows, rows_in, k, panel);
       } else if (t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K) {
         pack_k_panel(t, panel_rows, rows_in, k, panel);
+      } else if (t == tensor::DType::kQ6_K) {
+        pack_q6_k_panel(panel_rows, rows_in, k, panel);
       } else {
         pack_k45_panel(t, panel_rows, rows_in, k, panel);
       }
@@ -418,6 +502,8 @@ void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_
         unpack_iq4_xs_row(panel, k, j % kPanelRows, row);
       } else if (t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K) {
         unpack_k_row(t, panel, k, j % kPanelRows, row);
+      } else if (t == tensor::DType::kQ6_K) {
+        unpack_q6_k_row(panel, k, j % kPanelRows, row);
       } else {
         unpack_k45_row(t, panel, k, j % kPanelRows, row);
       }

@@ -4,7 +4,7 @@
 // (nibbles and a fifth bit); IQ4_XS, IQ4_NL's codes under a 6-bit scale
 // per 32 values; Q2_K / Q3_K, 2-bit (3-bit) codes under a scale (and
 // Q2_K's min) per 16 values; and Q4_K / Q5_K, Q4_0's (Q5_0's) codes under
-// a scale and a min per 32 values. Built once at load by MatmulWeight::prepare /
+// a scale and a min per 32 values; Q6_K. Built once at load by MatmulWeight::prepare /
 // concat_rows in place of the GGUF row-major bytes. Portable code.
 //
 // Panel p holds weight rows [16 p, 16 p + 16); rows past n are GGUF blocks
@@ -57,7 +57,14 @@
 //   codes  [8 s][Q4_0's (Q5_0's) block codes above]: sub-block s as a Q4_0
 //          (Q5_0) block of values 32 s .. 32 s + 31
 // 2,368 bytes (37 lines, 2.8% more than GGUF's 2,304) and 2,880 (45
-// lines, 2.3% more than 2,816).
+// lines, 2.3% more than 2,816). Q6_K (16-value sub-blocks, 6-bit codes u,
+// w = d scale (u - 32)) the same way by 32-value blocks p:
+//   head   [16 rows] f16 d, then 32 zero bytes
+//   scales [16 sub-blocks][16 rows] int8
+//   codes  [8 p][4 lines of u's low 4 bits as Q4_0's][2 lines of u's top 2
+//          bits: line h, byte c of row r, bits 2 L, 2 L + 1: value
+//          32 p + 16 h + 4 L + c's]
+// 3,392 bytes (53 lines, 1% more than GGUF's 3,360).
 //
 // Threading: pure functions of their arguments.
 #pragma once
@@ -71,14 +78,12 @@ namespace strata::ops::cpu {
 
 constexpr int64_t kPanelRows = 16;
 
-// True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0,
-// IQ4_XS, Q2_K, Q3_K).
 // True for the panel dtypes whose kernel reads x quantized per 256 values
-// (x_to_q8_groups) instead of per 32 (x_to_q8_blocks): the K-quants Q2_K,
-// Q3_K, Q4_K, Q5_K.
+// (x_to_q8_groups) instead of per 32 (x_to_q8_blocks): the K-quants Q2_K
+// ... Q6_K.
 constexpr bool panels_read_x_groups(tensor::DType t) {
   return t == tensor::DType::kQ2_K || t == tensor::DType::kQ3_K || t == tensor::DType::kQ4_K ||
-         t == tensor::DType::kQ5_K;
+         t == tensor::DType::kQ5_K || t == tensor::DType::kQ6_K;
 }
 // True for the dtypes that have this layout (Q8_0, Q4_0, IQ4_NL, Q5_0,
 // IQ4_XS and panels_read_x_groups()).
@@ -94,10 +99,13 @@ constexpr int64_t kKPanelHighBits = 1344;  // Q3_K
 constexpr int64_t kK45PanelScales = 64;
 constexpr int64_t kK45PanelMins = 192;
 constexpr int64_t kK45PanelCodes = 320;
+constexpr int64_t kQ6KPanelScales = 64;
+constexpr int64_t kQ6KPanelCodes = 320;
 // Code bytes of a 32-value block of 16 rows (the Q4_0 / Q5_0 / Q8_0 layout;
-// Q4_K and Q5_K sub-blocks as Q4_0 and Q5_0 blocks).
+// Q4_K and Q5_K sub-blocks as Q4_0 and Q5_0 blocks; Q6_K's blocks).
 constexpr int64_t panel_block_codes(tensor::DType t) {
   return t == tensor::DType::kQ8_0                                ? 512
+         : t == tensor::DType::kQ6_K                              ? 384
          : t == tensor::DType::kQ5_0 || t == tensor::DType::kQ5_K ? 320
                                                                   : 256;
 }
@@ -147,8 +155,8 @@ struct PanelRows {
 // panel_bytes(t, k) bytes).
 void pack_panels(tensor::DType t, const std::vector<PanelRows>& parts, int64_t k, uint8_t* out);
 
-// Rows [j0, j0 + rows) of a packed weight back as GGUF blocks into out (tests, and tables that read
-// rows: a slow path).
+// Rows [j0, j0 + rows) of a packed weight back as GGUF blocks into out
+// (tests, and tables that read rows: a slow path).
 void unpack_panel_rows(tensor::DType t, const uint8_t* panels, int64_t k, int64_t j0, int64_t rows,
                        void* out);
 

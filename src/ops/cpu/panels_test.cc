@@ -1,5 +1,5 @@
 // The panel layout (cpu/panels.h) of Q8_0, Q4_0, IQ4_NL, Q5_0, IQ4_XS and
-// the K-quants Q2_K ... Q5_K: packing round
+// the K-quants Q2_K ... Q6_K: packing round
 // trip, zero rows past n, where values sit, and the prefill's bf16 tiles read
 // from panels equal to those read from rows, bit for bit.
 #include "ops/cpu/panels.h"
@@ -25,9 +25,9 @@ using ops::testing::random_stored_weight;
 using ops::testing::StoredWeight;
 using tensor::DType;
 
-constexpr DType kPanelTypes[] = {DType::kQ8_0, DType::kQ4_0,   DType::kIQ4_NL,
-                                 DType::kQ5_0, DType::kIQ4_XS, DType::kQ2_K,
-                                 DType::kQ3_K, DType::kQ4_K,   DType::kQ5_K};
+constexpr DType kPanelTypes[] = {DType::kQ8_0,   DType::kQ4_0, DType::kIQ4_NL, DType::kQ5_0,
+                                 DType::kIQ4_XS, DType::kQ2_K, DType::kQ3_K,   DType::kQ4_K,
+                                 DType::kQ5_K,   DType::kQ6_K};
 
 // A row length for type t: k for the 32-value types, the next multiple of
 // 256 for the others (their super-blocks).
@@ -77,12 +77,13 @@ TEST(Panels, PackedPartsUnpackToTheirRows) {
         }
         continue;
       }
-      if (t == DType::kQ4_K || t == DType::kQ5_K) {
-        // Sub-block 0 is a Q4_0 block of values 0-31: row 1's dword of its
-        // second line holds values 4-7 (low nibbles of qs[4..7]) and 20-23
-        // (low nibbles of qs[20..23]).
-        const uint8_t* qs = row1 + (t == DType::kQ4_K ? offsetof(tensor::BlockQ4_K, qs)
-                                                      : offsetof(tensor::BlockQ5_K, qs));
+      if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
+        // Block 0 is a Q4_0 block of values 0-31: row 1's dword of its
+        // second line holds values 4-7 (low nibbles of qs[4..7]; Q6_K:
+        // ql) and 20-23 (low nibbles of qs[20..23]).
+        const uint8_t* qs = row1 + (t == DType::kQ4_K   ? offsetof(tensor::BlockQ4_K, qs)
+                                    : t == DType::kQ5_K ? offsetof(tensor::BlockQ5_K, qs)
+                                                        : offsetof(tensor::BlockQ6_K, ql));
         for (int c = 0; c < 4; ++c) {
           EXPECT_EQ(panels[kK45PanelCodes + 64 + 4 + c], (qs[4 + c] & 0xF) | (qs[20 + c] & 0xF)
                                                                                  << 4)
