@@ -67,6 +67,12 @@ void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel k
   }
 }
 
+// True when p's kernel reads x as x_to_q8_groups prepares it, whose layout
+// depends on the weights' dtype (lowbit_x_block, lowbit_x_chunk_slot).
+bool reads_x_groups(const Prepared& p) {
+  return p.kind == Kind::kLowbit || (p.kind == Kind::kPanels && panels_read_x_groups(p.a.w_dtype));
+}
+
 // Bytes of x quantized by x_to_q8_groups (m rows of k values), each piece
 // 64-byte aligned.
 int64_t x_groups_bytes(int64_t m, int64_t k) {
@@ -82,7 +88,7 @@ int64_t prepared_bytes(const Prepared& p) {
     case Kind::kLowbit:
       return x_groups_bytes(m, p.a.k);
     case Kind::kPanels:
-      if (panels_read_x_groups(p.a.w_dtype)) return x_groups_bytes(m, p.a.k);
+      if (reads_x_groups(p)) return x_groups_bytes(m, p.a.k);
       return round_up(m * p.a.k, 64) + 2 * round_up(m * p.a.k / 32 * 4, 64);
     case Kind::kQ8: {
       const int64_t kp = round_up(p.a.k, 64);
@@ -109,8 +115,7 @@ void prepare_x(Prepared& p, uint8_t* arena) {
     arena += round_up(bytes, 64);
     return at;
   };
-  Kind kind = p.kind;
-  if (kind == Kind::kPanels && panels_read_x_groups(a.w_dtype)) kind = Kind::kLowbit;  // x alike
+  const Kind kind = reads_x_groups(p) ? Kind::kLowbit : p.kind;  // K-quant panels: x alike
   switch (kind) {
     case Kind::kLowbit: {
       a.k_pad256 = round_up(a.k, 256);
@@ -163,12 +168,16 @@ void prepare_x(Prepared& p, uint8_t* arena) {
   }
 }
 
-// True when q can use p's prepared activations (same x rows, same kernel).
+// True when q can use p's prepared activations (same x rows, same kernel,
+// the same x layout).
 bool same_activations(const Prepared& p, const Prepared& q) {
-  // The int8 kinds' x layout depends on the weights' dtype.
-  const bool x_by_dtype = p.kind == Kind::kLowbit || p.kind == Kind::kPanels;
-  return p.a.x == q.a.x && p.a.m == q.a.m && p.a.k == q.a.k && p.kind == q.kind &&
-         p.table == q.table && (!x_by_dtype || p.a.w_dtype == q.a.w_dtype);
+  if (p.a.x != q.a.x || p.a.m != q.a.m || p.a.k != q.a.k || p.kind != q.kind ||
+      p.table != q.table || reads_x_groups(p) != reads_x_groups(q)) {
+    return false;
+  }
+  const tensor::DType a = p.a.w_dtype, b = q.a.w_dtype;
+  return !reads_x_groups(p) || (lowbit_x_block(a) == lowbit_x_block(b) &&
+                                lowbit_x_chunk_slot(a, 1) == lowbit_x_chunk_slot(b, 1));
 }
 
 // Prepares every matmul of mm; the result lives until the next call on this

@@ -138,6 +138,34 @@ TEST_P(GroupedMatmulTest, MatchesPerMatmulCallsBitForBit) {
   }
 }
 
+// Matmuls of different dtypes on the same x rows: each reads x prepared in
+// its own layout (per 32 or per 256 values, chunks in value or plane order),
+// never another dtype's.
+TEST_P(GroupedMatmulTest, MixedDtypesOnSharedXMatchPerMatmulCalls) {
+  const std::vector<DType> dtypes = {DType::kQ4_K, DType::kQ2_K,   DType::kQ6_K, DType::kQ3_K,
+                                     DType::kQ4_0, DType::kIQ4_XS, DType::kQ8_0, DType::kQ5_K};
+  for (int64_t m : {1, 3, 20}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    const int64_t k = 512;
+    std::vector<float> x = random_floats(m * k, 7 + static_cast<uint32_t>(m), -2.0f, 2.0f);
+    std::vector<std::unique_ptr<Weight>> weights;
+    std::vector<std::vector<float>> y(dtypes.size());
+    std::vector<GroupedMatmul> mm;
+    for (size_t i = 0; i < dtypes.size(); ++i) {
+      weights.push_back(make_weight(dtypes[i], 48, k, 300 + static_cast<uint32_t>(i)));
+      y[i].assign(static_cast<size_t>(m * 48), NAN);
+      mm.push_back({x.data(), m, &weights[i]->prepared, y[i].data(), nullptr});
+    }
+    cpu::run_grouped_matmul(*table_, mm.data(), static_cast<int64_t>(mm.size()), pool_);
+    for (size_t i = 0; i < mm.size(); ++i) {
+      std::vector<float> want(static_cast<size_t>(m * 48));
+      cpu::run_matmul(*table_, x.data(), m, weights[i]->prepared, nullptr, want.data(), pool_);
+      ASSERT_EQ(0, std::memcmp(want.data(), y[i].data(), want.size() * sizeof(float)))
+          << tensor::dtype_name(dtypes[i]);
+    }
+  }
+}
+
 TEST_P(GroupedMatmulTest, ScatterAddMatchesPerMatmulCallsBitForBit) {
   uint32_t seed = 100;
   const int64_t num_tokens = 256;

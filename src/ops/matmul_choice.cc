@@ -132,9 +132,9 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
     }
     return {MatmulKernel::kOnednn, MatmulKernel::kOwn};
   }
-  // Low-bit types in panels (Q4_0, IQ4_NL, Q5_0, IQ4_XS): the int8 kernel on the panels,
-  // or oneDNN on bf16 tiles made from them (there is no own bf16 candidate:
-  // low-bit kOwn prefill is the portable exact kernel).
+  // Low-bit types in panels (Q4_0, IQ4_NL, Q5_0, IQ4_XS, Q2_K ... Q6_K): the int8 kernel on the
+  // panels, or oneDNN on bf16 tiles made from them (there is no own bf16 candidate: low-bit kOwn
+  // prefill is the portable exact kernel).
   if (cpu::reads_panels(t, cls.dtype) && t.matmul_prefill_range != nullptr &&
       cpu::onednn_enabled()) {
     return {MatmulKernel::kOwnInt8, MatmulKernel::kOnednn};

@@ -56,8 +56,8 @@ enum class MatmulKernel : uint8_t {
   kOwnFourRows,    // F32 / F16 / BF16 decode only: kOwn with m = 1 tiles of four weight
                    // rows instead of one (bit-identical to kOwn)
   kOwnInt8,        // prefill of weights in 16-row panels only (Q8_0, Q4_0, Q5_0, IQ4_NL,
-                   // IQ4_XS): the decode's int8-activation kernel at every m (its rows
-                   // have the decode's bits)
+                   // IQ4_XS, Q2_K ... Q6_K): the decode's int8-activation kernel at
+                   // every m (its rows have the decode's bits)
 };
 // "static", "own", "own-exact", "onednn", "own-hwprefetch", "own-4rows", "own-int8"
 const char* matmul_kernel_name(MatmulKernel k);

@@ -17,9 +17,9 @@
 //   acc = fma(float(Σ w q), d_w * d_x, acc)       (one f32 lane per output)
 // and y = acc (+ bias). (The K-quants instead sum a whole 256-value
 // super-block in int32 against x quantized per 256 values, as their
-// row-major kernels do: k_group below.) That is a function of the output's row of weights
-// and x row alone, so a row's result does not depend on m, on the x rows it
-// shares a tile with, or on how n is split across threads.
+// row-major kernels do: k_group and k32_group below.) That is a function of the output's row of
+// weights and x row alone, so a row's result does not depend on m, on the x rows it shares a tile
+// with, or on how n is split across threads.
 #include <immintrin.h>
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -433,7 +433,7 @@ void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j
 }
 
 // x rows per panel pass: 8 keeps each row's accumulator and block sum in
-// registers (Q2_K, Q3_K: 4, with their super-block sums); more rows pass
+// registers (the K-quants: 4, with their super-block sums); more rows pass
 // over the panel again (from L2).
 template <tensor::DType D>
 constexpr int panel_chunk_rows() {
@@ -461,11 +461,9 @@ void panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
-// Row values 0-15 and 16-31 (int8 codes) times d, as 32 bf16 at out.
-// Row values 0-15 and 16-31 from unsigned codes u0, u1 (u8) as u * a - b,
-// rounded once (the row-major low-bit tiles' fmsub, zero signs included),
-// as 32 bf16 at out.
-// (Values 0-15 as u0 * a0 - b0, 16-31 as u1 * a1 - b1.)
+// Row values 0-15 and 16-31 from unsigned codes u0, u1 (u8) as u * a - b
+// (values 0-15 with a0, b0, 16-31 with a1, b1), rounded once (the
+// row-major low-bit tiles' fmsub, zero signs included), as 32 bf16 at out.
 STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a0, float b0, float a1, float b1,
                                     uint16_t* out) {
   const __m512 lo = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u0)),
@@ -478,6 +476,7 @@ STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a, float b, ui
   store_codes_bf16(u0, u1, a, b, a, b, out);
 }
 
+// Row values 0-15 and 16-31 (int8 codes q0, q1) times d, as 32 bf16 at out.
 STRATA_INLINE void store_row_bf16(__m128i q0, __m128i q1, float d, uint16_t* out) {
   const __m512 dr = _mm512_set1_ps(d);
   const __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), dr);

@@ -20,7 +20,7 @@
 
 namespace strata::ops {
 
-// Q8_0, Q4_0, Q5_0, IQ4_NL and IQ4_XS weights where the active table decodes them in
+// Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS and Q2_K ... Q6_K weights where the active table decodes them in
 // panels (cpu::panels_in_use()): the 16-row panels of cpu/panels.h, which
 // that table reads for every m (decode, and the prefill's bf16 tiles). Every
 // other dtype, and those elsewhere, reads the stored [n, k] rows.
@@ -96,7 +96,7 @@ struct MatmulArgs {
   // (MatmulWeight::Packed); then w may be nullptr (a fused weight keeps no rows).
   const uint8_t* w_panels = nullptr;
   // x for matmul_panels_range, from x_to_q8_blocks (k / 32 blocks per row;
-  // Q2_K and Q3_K: from x_to_q8_groups instead, the fields below):
+  // the K-quants: from x_to_q8_groups instead, the fields below):
   // x_q8s [m, k] int8, x_q8_d [m, k / 32] f32 d, x_q8_corr [m, k / 32] int32
   // -128 Σq per block.
   const float* x_q8_d = nullptr;
@@ -116,8 +116,8 @@ struct MatmulArgs {
   const float* x_q8_sum16 = nullptr;
   const int32_t* x_q8_nsum4 = nullptr;
   const float* x_q8_fsum4 = nullptr;
-  // [m, k_pad256 / 16] int32 (Q8GroupsOut::nsum16; the panel kernel of Q2_K
-  // and Q3_K reads x from x_to_q8_groups too, see panels_read_x_groups()).
+  // [m, k_pad256 / 16] int32 (Q8GroupsOut::nsum16; the K-quants' panel
+  // kernels read x from x_to_q8_groups too, see panels_read_x_groups()).
   const int32_t* x_q8_nsum16 = nullptr;
   int64_t k_pad256 = 0;
 };
@@ -246,7 +246,7 @@ struct KernelTable {
                                float* scratch);
   // Weights in panels (a.w_panels; has_panel_layout() types), any m, columns
   // [n_begin, n_end) of y with n_begin % 16 == 0, from the int8 activations
-  // of x_to_q8_blocks (Q2_K, Q3_K: x_to_q8_groups) (exact int32 block or
+  // of x_to_q8_blocks (the K-quants: x_to_q8_groups) (exact int32 block or
   // super-block sums scaled by d_w * d_x; avx512_panels.cc). nullptr when the table has none; the
   // AVX-512 table's needs cpu_features().avx512_vnni (see panels_in_use()).
   void (*matmul_panels_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);

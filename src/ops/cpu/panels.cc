@@ -115,6 +115,21 @@ uint32_t load_word(const uint8_t* p) {
   return w;
 }
 
+// Q4_K / Q5_K / Q6_K: nibble line `line` of a panel block (Q4_0's layout:
+// byte c holds values 4 line + c and 16 + 4 line + c) from the nibbles at
+// bit `shift` of q[0..32), and its bytes back into q.
+uint32_t nibble_line_word(const uint8_t* q, int line, int shift) {
+  return (load_word(q + 4 * line) >> shift & 0x0F0F0F0Fu) |
+         (load_word(q + 16 + 4 * line) >> shift & 0x0F0F0F0Fu) << 4;
+}
+void unpack_nibble_line(uint32_t word, int line, int shift, uint8_t* q) {
+  for (int c = 0; c < 4; ++c) {
+    const int byte = static_cast<int>(word >> (8 * c) & 0xFF), l = 4 * line + c;
+    q[l] = static_cast<uint8_t>(q[l] | (byte & 0xF) << shift);
+    q[16 + l] = static_cast<uint8_t>(q[16 + l] | (byte >> 4) << shift);
+  }
+}
+
 // Q3_K's sixteen 6-bit scales back into their 12 bytes (tensor::q3k_scales'
 // layout: low 4 bits in the low (i < 8) or high nibble of byte i % 8, high 2
 // bits at bits 2 (i / 4), + 1 of byte 8 + i % 4).
@@ -239,12 +254,7 @@ void pack_k45_panel(tensor::DType t, const uint8_t* const* rows, int64_t rows_in
         const uint8_t* qs = b.qs + 32 * (sb / 2);
         const int shift = 4 * (sb % 2);
         for (int line = 0; line < 4; ++line) {
-          uint32_t word = 0;
-          for (int c = 0; c < 4; ++c) {
-            const int l = 4 * line + c;
-            word |= static_cast<uint32_t>((qs[l] >> shift & 0xF) | (qs[16 + l] >> shift & 0xF) << 4)
-                    << (8 * c);
-          }
+          const uint32_t word = nibble_line_word(qs, line, shift);
           std::memcpy(codes + line * 64 + r * 4, &word, 4);
         }
         if (b.qh != nullptr) {
@@ -275,12 +285,7 @@ void unpack_k45_row(tensor::DType t, const uint8_t* panel, int64_t k, int64_t r,
       uint8_t* qs = b.qs + 32 * (sb / 2);
       const int shift = 4 * (sb % 2);
       for (int line = 0; line < 4; ++line) {
-        for (int c = 0; c < 4; ++c) {
-          const uint8_t byte = codes[line * 64 + r * 4 + c];
-          const int l = 4 * line + c;
-          qs[l] = static_cast<uint8_t>(qs[l] | (byte & 0xF) << shift);
-          qs[16 + l] = static_cast<uint8_t>(qs[16 + l] | (byte >> 4) << shift);
-        }
+        unpack_nibble_line(load_word(codes + line * 64 + r * 4), line, shift, qs);
       }
       if (b.qh != nullptr) {
         uint32_t spread;
@@ -318,8 +323,7 @@ void pack_q6_k_panel(const uint8_t* const* rows, int64_t rows_in, int64_t k, uin
         uint8_t* codes = group + kQ6KPanelCodes + p * block_codes;
         for (int line = 0; line < 4; ++line) {
           const int l = 4 * line;
-          const uint32_t low = (load_word(ql + l) >> shift & 0x0F0F0F0Fu) |
-                               (load_word(ql + 16 + l) >> shift & 0x0F0F0F0Fu) << 4;
+          const uint32_t low = nibble_line_word(ql, line, shift);
           std::memcpy(codes + line * 64 + r * 4, &low, 4);
           for (int h = 0; h < 2; ++h) {
             uint32_t top;
@@ -352,11 +356,9 @@ void unpack_q6_k_row(const uint8_t* panel, int64_t k, int64_t r, uint8_t* row) {
       const int shift = 4 * (kk / 2);
       const uint8_t* codes = group + kQ6KPanelCodes + p * block_codes;
       for (int line = 0; line < 4; ++line) {
+        unpack_nibble_line(load_word(codes + line * 64 + r * 4), line, shift, ql);
         for (int c = 0; c < 4; ++c) {
-          const uint8_t byte = codes[line * 64 + r * 4 + c];
           const int l = 4 * line + c;
-          ql[l] = static_cast<uint8_t>(ql[l] | (byte & 0xF) << shift);
-          ql[16 + l] = static_cast<uint8_t>(ql[16 + l] | (byte >> 4) << shift);
           for (int h = 0; h < 2; ++h) {
             const int top = codes[(4 + h) * 64 + r * 4 + c] >> (2 * line) & 3;
             qh[16 * h + l] = static_cast<uint8_t>(qh[16 * h + l] | top << (2 * kk));

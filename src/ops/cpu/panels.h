@@ -1,11 +1,13 @@
 // Weights in 16-row panels: the layout the AVX512-VNNI int8 kernels read
-// (avx512_panels.cc) for the types with 32-value blocks of one f16 scale and
-// no zero point of their own: Q8_0, Q4_0 / IQ4_NL (nibbles) and Q5_0
-// (nibbles and a fifth bit); IQ4_XS, IQ4_NL's codes under a 6-bit scale
-// per 32 values; Q2_K / Q3_K, 2-bit (3-bit) codes under a scale (and
-// Q2_K's min) per 16 values; and Q4_K / Q5_K, Q4_0's (Q5_0's) codes under
-// a scale and a min per 32 values; Q6_K. Built once at load by MatmulWeight::prepare /
-// concat_rows in place of the GGUF row-major bytes. Portable code.
+// (avx512_panels.cc). By 32-value blocks for the types whose blocks hold one
+// f16 scale and no zero point of their own: Q8_0, Q4_0 / IQ4_NL (nibbles)
+// and Q5_0 (nibbles and a fifth bit). By 256-value super-blocks for IQ4_XS
+// (IQ4_NL's codes under a 6-bit scale per 32 values), Q2_K / Q3_K (2-bit
+// (3-bit) codes under a scale, and Q2_K's min, per 16 values), Q4_K / Q5_K
+// (Q4_0's (Q5_0's) codes under a scale and a min per 32 values) and Q6_K
+// (6-bit codes under a scale per 16 values). Built once at load by
+// MatmulWeight::prepare / concat_rows in place of the GGUF row-major bytes.
+// Portable code.
 //
 // Panel p holds weight rows [16 p, 16 p + 16); rows past n are GGUF blocks
 // of zero bytes (scale +0), so they compute 0 and unpack to zero bytes. Its k / 32 blocks go in
@@ -92,7 +94,7 @@ constexpr bool has_panel_layout(tensor::DType t) {
          t == tensor::DType::kQ5_0 || t == tensor::DType::kIQ4_XS || panels_read_x_groups(t);
 }
 // K-quant super-blocks in a panel: offsets of the parts (Q2_K / Q3_K, then
-// Q4_K / Q5_K) and bytes.
+// Q4_K / Q5_K, then Q6_K) and bytes.
 constexpr int64_t kKPanelScales = 64;
 constexpr int64_t kKPanelCodes = 320;
 constexpr int64_t kKPanelHighBits = 1344;  // Q3_K
