@@ -215,19 +215,46 @@ STRATA_INLINE void k_sub_block_codes(const uint8_t* group, int i, __m512i (&u)[4
   }
 }
 
+// The start and end of a K-quant super-block g (at `group`, `bytes` long)
+// for MR x rows [i0, i0 + MR): its lines prefetched ahead and the int32
+// sums zeroed; then acc += float(isum) * d_w * d_x (+ float(imin) *
+// dmin_w * d_x where the type has mins), d_w and dmin_w the rows' f16 at
+// group and group + 32.
+template <int MR>
+STRATA_INLINE void k_group_start(const uint8_t* group, int64_t bytes, __m512i (&isum)[MR],
+                                 __m512i (&imin)[MR]) {
+  for (int64_t line = 0; line < bytes; line += 64) prefetch_panel(group + line);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) isum[r] = imin[r] = _mm512_setzero_si512();
+}
+template <bool kMins, int MR>
+STRATA_INLINE void k_group_finish(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
+                                  const __m512i (&isum)[MR], const __m512i (&imin)[MR],
+                                  __m512 (&acc)[MR]) {
+  const int64_t kp = a.k_pad256;
+  const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group)));
+  __m512 dmin;
+  if constexpr (kMins) {
+    dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32)));
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    const __m512 dx = _mm512_set1_ps(a.x_q8_scale[(i0 + r) * (kp / 4) + g * 64]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, dx), acc[r]);
+    if constexpr (kMins) {
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(dmin, dx), acc[r]);
+    }
+  }
+}
+
 // Adds super-block g (at `group`) of MR x rows [i0, i0 + MR) into acc.
 template <tensor::DType D, int MR>
 STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
                            __m512 (&acc)[MR]) {
   constexpr bool kQ2 = D == tensor::DType::kQ2_K;
-  for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
   const int64_t kp = a.k_pad256;
   __m512i isum[MR], imin[MR];
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {
-    isum[r] = _mm512_setzero_si512();
-    if constexpr (kQ2) imin[r] = _mm512_setzero_si512();
-  }
+  k_group_start<MR>(group, k_panel_group_bytes(D), isum, imin);
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) {
     __m512i u[4];
@@ -253,19 +280,7 @@ STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0
       if constexpr (kQ2) imin[r] = _mm512_dpwssd_epi32(imin[r], mn, _mm512_set1_epi32(nsum));
     }
   }
-  const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group)));
-  __m512 dmin;
-  if constexpr (kQ2) {
-    dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32)));
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {
-    const __m512 dx = _mm512_set1_ps(a.x_q8_scale[(i0 + r) * (kp / 4) + g * 64]);
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, dx), acc[r]);
-    if constexpr (kQ2) {
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(dmin, dx), acc[r]);
-    }
-  }
+  k_group_finish<kQ2, MR>(a, group, i0, g, isum, imin, acc);
 }
 
 // Q6_K's top 2 bits of top-bit line `high` at bits 4, 5 of the codes of
@@ -291,14 +306,9 @@ STRATA_INLINE void k32_group(const MatmulArgs& a, const uint8_t* group, int64_t 
                              __m512 (&acc)[MR]) {
   constexpr bool kQ5 = D == tensor::DType::kQ5_K, kQ6 = D == tensor::DType::kQ6_K;
   constexpr int64_t kCodes = panel_block_codes(D);
-  for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
   const int64_t kp = a.k_pad256;
   __m512i isum[MR], imin[MR];
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {
-    isum[r] = _mm512_setzero_si512();
-    imin[r] = _mm512_setzero_si512();
-  }
+  k_group_start<MR>(group, k_panel_group_bytes(D), isum, imin);
 #pragma GCC unroll 8
   for (int p = 0; p < 8; ++p) {
     const uint8_t* codes = group + kK45PanelCodes + p * kCodes;
@@ -366,19 +376,7 @@ STRATA_INLINE void k32_group(const MatmulArgs& a, const uint8_t* group, int64_t 
       }
     }
   }
-  const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group)));
-  __m512 dmin;
-  if constexpr (!kQ6) {
-    dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32)));
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {
-    const __m512 dx = _mm512_set1_ps(a.x_q8_scale[(i0 + r) * (kp / 4) + g * 64]);
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, dx), acc[r]);
-    if constexpr (!kQ6) {
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(dmin, dx), acc[r]);
-    }
-  }
+  k_group_finish<!kQ6, MR>(a, group, i0, g, isum, imin, acc);
 }
 
 // The panel of weight rows [j0, j0 + 16) against x rows [i0, i0 + MR).
@@ -792,35 +790,18 @@ void dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t 
   }
 }
 
-// F<D>::run(args...) for the panel dtype D == t (has_panel_layout() types).
-template <template <tensor::DType> class F, class... Args>
-void for_panel_dtype(tensor::DType t, Args&&... args) {
-  using tensor::DType;
-  switch (t) {
-    case DType::kQ8_0:
-      return F<DType::kQ8_0>::run(args...);
-    case DType::kQ4_0:
-      return F<DType::kQ4_0>::run(args...);
-    case DType::kIQ4_NL:
-      return F<DType::kIQ4_NL>::run(args...);
-    case DType::kQ5_0:
-      return F<DType::kQ5_0>::run(args...);
-    case DType::kIQ4_XS:
-      return F<DType::kIQ4_XS>::run(args...);
-    case DType::kQ2_K:
-      return F<DType::kQ2_K>::run(args...);
-    case DType::kQ3_K:
-      return F<DType::kQ3_K>::run(args...);
-    case DType::kQ4_K:
-      return F<DType::kQ4_K>::run(args...);
-    case DType::kQ5_K:
-      return F<DType::kQ5_K>::run(args...);
-    case DType::kQ6_K:
-      return F<DType::kQ6_K>::run(args...);
-    default:
-      __builtin_trap();
-  }
+// F<D>::run(args...) for the panel dtype D == t, one of Ds.
+template <tensor::DType... Ds>
+struct DtypeList {};
+template <template <tensor::DType> class F, tensor::DType... Ds, class... Args>
+void for_dtype_in(DtypeList<Ds...>, tensor::DType t, Args&&... args) {
+  const bool found = ((t == Ds ? (F<Ds>::run(args...), true) : false) || ...);
+  if (!found) __builtin_trap();  // has_panel_layout() types only
 }
+using PanelDtypes = DtypeList<tensor::DType::kQ8_0, tensor::DType::kQ4_0, tensor::DType::kIQ4_NL,
+                              tensor::DType::kQ5_0, tensor::DType::kIQ4_XS, tensor::DType::kQ2_K,
+                              tensor::DType::kQ3_K, tensor::DType::kQ4_K, tensor::DType::kQ5_K,
+                              tensor::DType::kQ6_K>;
 
 template <tensor::DType D>
 struct PanelsRange {
@@ -839,12 +820,12 @@ struct DequantPanels {
 }  // namespace
 
 void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
-  for_panel_dtype<PanelsRange>(a.w_dtype, a, n_begin, n_end);
+  for_dtype_in<PanelsRange>(PanelDtypes{}, a.w_dtype, a, n_begin, n_end);
 }
 
 void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
-  for_panel_dtype<DequantPanels>(a.w_dtype, a, j0, rows, k0, kc, out, out_stride);
+  for_dtype_in<DequantPanels>(PanelDtypes{}, a.w_dtype, a, j0, rows, k0, kc, out, out_stride);
 }
 
 }  // namespace strata::ops::cpu
