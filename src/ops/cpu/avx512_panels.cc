@@ -790,42 +790,26 @@ void dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t 
   }
 }
 
-// F<D>::run(args...) for the panel dtype D == t, one of Ds.
-template <tensor::DType... Ds>
-struct DtypeList {};
-template <template <tensor::DType> class F, tensor::DType... Ds, class... Args>
-void for_dtype_in(DtypeList<Ds...>, tensor::DType t, Args&&... args) {
-  const bool found = ((t == Ds ? (F<Ds>::run(args...), true) : false) || ...);
-  if (!found) __builtin_trap();  // has_panel_layout() types only
-}
+// The has_panel_layout() types.
 using PanelDtypes = DtypeList<tensor::DType::kQ8_0, tensor::DType::kQ4_0, tensor::DType::kIQ4_NL,
                               tensor::DType::kQ5_0, tensor::DType::kIQ4_XS, tensor::DType::kQ2_K,
                               tensor::DType::kQ3_K, tensor::DType::kQ4_K, tensor::DType::kQ5_K,
                               tensor::DType::kQ6_K>;
 
-template <tensor::DType D>
-struct PanelsRange {
-  static void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
-    panels_range<D>(a, n_begin, n_end);
-  }
-};
-template <tensor::DType D>
-struct DequantPanels {
-  static void run(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
-                  uint16_t* out, int64_t out_stride) {
-    dequant_panels_bf16<D>(a, j0, rows, k0, kc, out, out_stride);
-  }
-};
-
 }  // namespace
 
 void avx512_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
-  for_dtype_in<PanelsRange>(PanelDtypes{}, a.w_dtype, a, n_begin, n_end);
+  const bool known = for_dtype_in(PanelDtypes{}, a.w_dtype,
+                                  [&]<tensor::DType D>() { panels_range<D>(a, n_begin, n_end); });
+  if (!known) __builtin_trap();  // has_panel_layout() types only
 }
 
 void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
-  for_dtype_in<DequantPanels>(PanelDtypes{}, a.w_dtype, a, j0, rows, k0, kc, out, out_stride);
+  const bool known = for_dtype_in(PanelDtypes{}, a.w_dtype, [&]<tensor::DType D>() {
+    dequant_panels_bf16<D>(a, j0, rows, k0, kc, out, out_stride);
+  });
+  if (!known) __builtin_trap();
 }
 
 }  // namespace strata::ops::cpu

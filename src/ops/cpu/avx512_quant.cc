@@ -812,45 +812,22 @@ void dequant_rows_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0
   }
 }
 
-template <template <DType> class F, class... Args>
-void dispatch_lowbit(DType t, Args&&... args) {
-  switch (t) {
-    case DType::kQ4_0: return F<DType::kQ4_0>::run(args...);
-    case DType::kQ4_1: return F<DType::kQ4_1>::run(args...);
-    case DType::kQ5_0: return F<DType::kQ5_0>::run(args...);
-    case DType::kQ5_1: return F<DType::kQ5_1>::run(args...);
-    case DType::kIQ4_NL: return F<DType::kIQ4_NL>::run(args...);
-    case DType::kQ2_K: return F<DType::kQ2_K>::run(args...);
-    case DType::kQ3_K: return F<DType::kQ3_K>::run(args...);
-    case DType::kQ4_K: return F<DType::kQ4_K>::run(args...);
-    case DType::kQ5_K: return F<DType::kQ5_K>::run(args...);
-    case DType::kQ6_K: return F<DType::kQ6_K>::run(args...);
-    case DType::kIQ4_XS: return F<DType::kIQ4_XS>::run(args...);
-    default: return;
-  }
-}
-
-template <DType T>
-struct MatmulLowbit {
-  static void run(const MatmulArgs& a, int64_t b, int64_t e) { matmul_lowbit_typed<T>(a, b, e); }
-};
-template <DType T>
-struct DequantLowbit {
-  static void run(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, int64_t kc,
-                  uint16_t* out, int64_t stride) {
-    dequant_rows_bf16<T>(a, j0, rows, k0, kc, out, stride);
-  }
-};
+// The types matmul_lowbit_range has kernels for (every_lowbit_type()).
+using LowbitDtypes =
+    DtypeList<DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,
+              DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS>;
 
 }  // namespace
 
 void avx512_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
-  dispatch_lowbit<MatmulLowbit>(a.w_dtype, a, n_begin, n_end);
+  for_dtype_in(LowbitDtypes{}, a.w_dtype,
+               [&]<DType T>() { matmul_lowbit_typed<T>(a, n_begin, n_end); });
 }
 
 void avx512_dequant_lowbit_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0,
                                 int64_t kc, uint16_t* out, int64_t out_stride) {
-  dispatch_lowbit<DequantLowbit>(a.w_dtype, a, j0, rows, k0, kc, out, out_stride);
+  for_dtype_in(LowbitDtypes{}, a.w_dtype,
+               [&]<DType T>() { dequant_rows_bf16<T>(a, j0, rows, k0, kc, out, out_stride); });
 }
 
 void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256, DType w_dtype,

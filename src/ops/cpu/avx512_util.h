@@ -37,6 +37,16 @@ namespace {
 #define STRATA_INLINE inline __attribute__((always_inline))
 
 STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Runtime dtype to template argument: for_dtype_in(DtypeList<Ds...>{}, t, f)
+// calls f.template operator()<D>() (f a lambda []<tensor::DType D>() {...})
+// for the D among Ds equal to t, and says whether there was one.
+template <tensor::DType... Ds>
+struct DtypeList {};
+template <tensor::DType... Ds, class F>
+bool for_dtype_in(DtypeList<Ds...>, tensor::DType t, F&& f) {
+  return ((t == Ds ? (f.template operator()<Ds>(), true) : false) || ...);
+}
 STRATA_INLINE __mmask16 tail_mask16(int64_t left) {
   return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
 }
