@@ -8,7 +8,7 @@
 #                               [--pp 512] [--tg 128] [--types "bf16 q8_0"]
 #                               [--quant "Q4_K_M Q5_K_M Q6_K Q4_0"]
 #                               [--shapes "qwen2.5-0.5b bench-small qwen3-moe-bench"]
-#                               [--cpu avx2]
+#                               [--cpu avx2|avx512_vnni]
 #
 # --types are converter output types (convert_hf_to_gguf.py --outtype). --quant adds
 # llama-quantize types: the bf16 GGUF is quantized with `tools/llamacpp/llama_run.sh quantize`
@@ -37,6 +37,10 @@
 # with only ggml's "haswell" CPU variant (AVX2 + FMA + F16C) in its backend folder, the one it
 # picks on such CPUs. Same memory system as the host, so not a measurement of an AVX2 host's
 # bandwidth; a check that each engine's AVX2 code keeps up with the other's.
+# --cpu avx512_vnni does the same for AVX-512 CPUs without AVX512-BF16 (Cascade Lake, Ice
+# Lake): Strata with STRATA_CPU=avx512_vnni (its avx512_vnni table) and oneDNN capped at
+# ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI (what it dispatches to there), llama.cpp with only its
+# "icelake" variant (AVX-512 F/BW/VL/VBMI + VNNI, no BF16).
 # Note: on a shared machine use --threads 1: llama.cpp's threads spin at barriers and
 # collapse when another process holds a core.
 set -euo pipefail
@@ -72,16 +76,20 @@ if [[ -z "$SHAPES" ]]; then
 fi
 PY="${STRATA_REF_PYTHON:-/usr/bin/python3}"
 if [[ -n "$CPU" ]]; then
-  [[ "$CPU" == avx2 ]] || { echo "--cpu: only avx2 is known" >&2; exit 2; }
-  export STRATA_CPU=avx2
+  case "$CPU" in
+    avx2) LLAMA_VARIANT=haswell ;;
+    avx512_vnni) LLAMA_VARIANT=icelake; export ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI ;;
+    *) echo "--cpu: avx2 or avx512_vnni" >&2; exit 2 ;;
+  esac
+  export STRATA_CPU="$CPU"
   bins="$ROOT/tools/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
   "$ROOT/tools/llamacpp/llama_run.sh" 2>/dev/null || true  # installs and builds llama_run if needed
-  export STRATA_LLAMA_BACKEND_DIR="$WORK/llama-backends-avx2"
+  export STRATA_LLAMA_BACKEND_DIR="$WORK/llama-backends-$CPU"
   rm -rf "$STRATA_LLAMA_BACKEND_DIR"
   mkdir -p "$STRATA_LLAMA_BACKEND_DIR"
   for f in "$bins"/*; do
     case "$(basename "$f")" in
-      libggml-cpu-haswell.so) ln -s "$f" "$STRATA_LLAMA_BACKEND_DIR/" ;;
+      "libggml-cpu-$LLAMA_VARIANT.so") ln -s "$f" "$STRATA_LLAMA_BACKEND_DIR/" ;;
       libggml-cpu-*) ;;
       *) ln -s "$f" "$STRATA_LLAMA_BACKEND_DIR/" ;;
     esac
@@ -214,5 +222,5 @@ for shape, t in order:
         print(f"{engine:10s} {shape:13s} {t:7s} {fmt([a for a, _, _ in v]):>28s} "
               f"{fmt([b for _, b, _ in v]):>28s} {statistics.median([c for _, _, c in v]):20.2f}")
 PYEOF
-[[ -z "$CPU" ]] || echo "# both engines on their $CPU code (STRATA_CPU=$CPU; llama.cpp's ggml-cpu-haswell only)"
+[[ -z "$CPU" ]] || echo "# both engines on their $CPU code (STRATA_CPU=$CPU; llama.cpp's ggml-cpu-$LLAMA_VARIANT only)"
 sed 's/^/# /' "$WORK/machine.txt"

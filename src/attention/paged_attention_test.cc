@@ -136,11 +136,13 @@ Built build(const Case& c, uint32_t seed) {
   return b;
 }
 
-// The kernel tables this CPU can run: generic always, AVX2 and AVX-512 when present.
+// The kernel tables this CPU can run: generic always, AVX2 and the AVX-512
+// ones when present.
 std::vector<const ops::cpu::KernelTable*> tables() {
   std::vector<const ops::cpu::KernelTable*> out = {&ops::cpu::generic_kernels()};
   if (ops::cpu::avx2_supported()) out.push_back(&ops::cpu::avx2_kernels());
   if (ops::cpu::avx512_supported()) out.push_back(ops::cpu::avx512_kernels());
+  if (ops::cpu::avx512_vnni_supported()) out.push_back(ops::cpu::avx512_vnni_kernels());
   return out;
 }
 
@@ -281,10 +283,12 @@ TEST(PagedAttentionTest, RowResultsDoNotDependOnTheBatch) {
 
 // The AVX2 table runs the shared kernel with the same operations as the
 // AVX-512 one (16 lanes as two __m256, FMA): the same bits, every dtype, decode
-// and prefill rows, sliding window or not. Checked where both can run.
+// and prefill rows, sliding window or not; so does the AVX-512 table built
+// without BF16 (avx512_vnni). Checked where all can run.
 TEST(PagedAttentionTest, Avx2KernelComputesTheAvx512KernelsBits) {
-  if (!ops::cpu::avx2_supported() || !ops::cpu::avx512_supported()) {
-    GTEST_SKIP() << "needs both AVX2 and AVX-512 BF16";
+  if (!ops::cpu::avx2_supported() || !ops::cpu::avx512_supported() ||
+      !ops::cpu::avx512_vnni_supported()) {
+    GTEST_SKIP() << "needs AVX2, AVX-512 BF16 and VNNI";
   }
   ThreadPool pool(2);
   for (KvCacheDtype d : kAllDtypes) {
@@ -295,12 +299,16 @@ TEST(PagedAttentionTest, Avx2KernelComputesTheAvx512KernelsBits) {
           Case{{90, 40}, {40, 3}, 4, 1, 16, 16, 21, d}, Case{{95}, {95}, 4, 2, 32, 16, 0, d}}) {
       Built b = build(c, 41);
       const PagedAttentionParams p = params_of(c);
-      std::vector<float> avx2(b.q.size()), avx512(b.q.size());
+      std::vector<float> avx2(b.q.size()), avx512(b.q.size()), vnni(b.q.size());
       ops::cpu::run_paged_attention(ops::cpu::avx2_kernels(),
                                     batch_of(b, p, b.q.data(), avx2.data()), pool);
       ops::cpu::run_paged_attention(*ops::cpu::avx512_kernels(),
                                     batch_of(b, p, b.q.data(), avx512.data()), pool);
+      ops::cpu::run_paged_attention(*ops::cpu::avx512_vnni_kernels(),
+                                    batch_of(b, p, b.q.data(), vnni.data()), pool);
       EXPECT_EQ(std::memcmp(avx2.data(), avx512.data(), avx2.size() * sizeof(float)), 0)
+          << "head_dim " << c.head_dim;
+      EXPECT_EQ(std::memcmp(vnni.data(), avx512.data(), vnni.size() * sizeof(float)), 0)
           << "head_dim " << c.head_dim;
     }
   }

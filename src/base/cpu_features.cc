@@ -66,6 +66,9 @@ const CpuFeatures& cpu_features() {
     if (env != nullptr && std::strcmp(env, "avx2") == 0) {  // the AVX2 table on any AVX2 CPU
       f.avx512f = f.avx512bw = f.avx512vl = f.avx512_vnni = f.avx512_bf16 = false;
     }
+    if (env != nullptr && std::strcmp(env, "avx512_vnni") == 0) {  // as on Cascade / Ice Lake
+      f.avx512_bf16 = false;
+    }
     return f;
   }();
   return features;

@@ -2,7 +2,9 @@
 // ops/cpu pick their implementation from this (the single dispatch point), so
 // one binary runs on any x86-64 and uses AVX-512 where it exists.
 //
-// STRATA_CPU=generic forces the portable path (tests use it to cover both).
+// STRATA_CPU=generic forces the portable path (tests use it to cover both);
+// STRATA_CPU=avx2 hides AVX-512, STRATA_CPU=avx512_vnni hides AVX512-BF16
+// (the kernel tables of CPUs without them, run on this one).
 #pragma once
 
 #include <string>

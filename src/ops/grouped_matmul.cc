@@ -41,9 +41,7 @@ struct Prepared {
 // matmul() would.
 void choose(const KernelTable& t, tensor::DType dtype, int64_t m, MatmulKernel kernel,
             Prepared& p) {
-  const bool prefill =
-      m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && dtype != tensor::DType::kF16 &&
-      (!tensor::is_quantized(dtype) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
+  const bool prefill = runs_prefill_gemm(t, dtype, m, kernel);
   p.grain = kGrain;
   set_decode_variant(kernel, &p.a);
   if (uses_panels(t, p.a.w_panels, m, kernel)) {

@@ -225,7 +225,8 @@ TEST(GroupedMatmulDeathTest, RejectsEmptyMatmuls) {
   EXPECT_DEATH(grouped_matmul(&mm, 1, pool), "must be at least 1");
 }
 
-INSTANTIATE_TEST_SUITE_P(Tables, GroupedMatmulTest, ::testing::Values("generic", "avx2", "avx512"));
+INSTANTIATE_TEST_SUITE_P(Tables, GroupedMatmulTest,
+                         ::testing::Values("generic", "avx2", "avx512", "avx512_vnni"));
 
 }  // namespace
 }  // namespace strata::ops

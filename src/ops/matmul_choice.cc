@@ -104,7 +104,7 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
   if (cls.regime == MatmulRegime::kDecode) {
     // Only the AVX-512 kernels have the tile variants (the others ignore
     // MatmulArgs' variant fields).
-    const bool avx512 = &t == cpu::avx512_kernels();
+    const bool avx512 = cpu::is_avx512_table(t);
     // Weights in panels: one kernel (the exact f32 one reads rows, which a
     // fused weight there no longer has, and measured 0.3-0.6x of int8 on
     // Q8_0 anyway).
@@ -129,6 +129,10 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
     // prefill on the panels").
     if (cls.dtype == DType::kQ8_0 && cpu::reads_panels(t, cls.dtype)) {
       return {MatmulKernel::kOwnInt8, MatmulKernel::kOnednn, MatmulKernel::kOwn};
+    }
+    // BF16 where oneDNN emulates bf16 (run_matmul's static choice is then ours).
+    if (cls.dtype == DType::kBF16 && !cpu::onednn_bf16_native()) {
+      return {MatmulKernel::kOwn, MatmulKernel::kOnednn};
     }
     return {MatmulKernel::kOnednn, MatmulKernel::kOwn};
   }

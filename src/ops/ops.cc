@@ -366,6 +366,18 @@ bool reads_panels(const KernelTable& t, tensor::DType w_dtype) {
   return t.matmul_panels_range != nullptr && panels_in_use(w_dtype);
 }
 
+bool runs_prefill_gemm(const KernelTable& t, tensor::DType w_dtype, int64_t m,
+                       MatmulKernel kernel) {
+  // BF16 weights where oneDNN would emulate bf16: our tiles are the static
+  // choice (kOnednn stays a calibration candidate).
+  const bool own_bf16 =
+      w_dtype == tensor::DType::kBF16 && kernel == MatmulKernel::kStatic && !onednn_bf16_native();
+  return m > kDecodeMaxRows && t.matmul_prefill_range != nullptr &&
+         w_dtype != tensor::DType::kF16 &&
+         (!tensor::is_quantized(w_dtype) || m > quantized_decode_rows()) &&
+         !is_own_kernel(kernel) && !own_bf16;
+}
+
 bool is_own_kernel(MatmulKernel kernel) {
   return kernel == MatmulKernel::kOwn || kernel == MatmulKernel::kOwnHwPrefetch ||
          kernel == MatmulKernel::kOwnFourRows;
@@ -391,9 +403,7 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   a.bias = bias;
   a.y = y;
   set_decode_variant(kernel, &a);
-  bool prefill =
-      m > kDecodeMaxRows && t.matmul_prefill_range != nullptr && w.dtype() != tensor::DType::kF16 &&
-      (!tensor::is_quantized(w.dtype()) || m > quantized_decode_rows()) && !is_own_kernel(kernel);
+  const bool prefill = runs_prefill_gemm(t, w.dtype(), m, kernel);
   if (reads_panels(t, w.dtype())) a.w_panels = w.panels();
   if (uses_panels(t, a.w_panels, m, kernel)) {
     if (panels_read_x_groups(w.dtype())) {

@@ -236,8 +236,11 @@ struct PagedAttentionBatch {
 void paged_attention(const PagedAttentionBatch& batch, ThreadPool& pool);
 
 // Name of the implementation the dispatcher chose: "avx512_bf16+onednn",
-// "avx512_bf16" (built without oneDNN), "avx2" (AVX2+FMA+F16C without AVX-512
-// BF16, or STRATA_CPU=avx2) or "generic" (neither, or STRATA_CPU=generic). STRATA_NO_ONEDNN=1 keeps prefill on our own kernels.
+// "avx512_bf16" (built without oneDNN), "avx512_vnni[+onednn]" (AVX-512 and
+// VNNI without BF16: Cascade Lake, Ice Lake; or STRATA_CPU=avx512_vnni),
+// "avx2" (AVX2+FMA+F16C without those, or STRATA_CPU=avx2) or "generic"
+// (neither, or STRATA_CPU=generic). STRATA_NO_ONEDNN=1 keeps prefill on our
+// own kernels.
 const char* cpu_backend_name();
 
 }  // namespace strata::ops

@@ -24,6 +24,7 @@ namespace {
 using tensor::DType;
 using testing::normalized_error;
 using testing::random_floats;
+using testing::random_stored_weight;
 using testing::store_weight;
 using testing::StoredWeight;
 
@@ -477,7 +478,50 @@ TEST_P(KernelTest, AttentionMappingAndWindow) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tables, KernelTest, ::testing::Values("generic", "avx2", "avx512"),
+// The AVX-512 table built without BF16 (vdpbf16ps as two FMAs, the bf16
+// conversions in integer code) computes the BF16 table's bits: conversions of
+// every kind of f32 (ties, NaN, infinities, subnormals, the largest values),
+// and matmuls of each weight family at decode and prefill sizes, our kernels
+// and the static choice.
+TEST(DispatchTest, Avx512VnniTableComputesTheBf16TablesBits) {
+  if (!cpu::avx512_supported() || !cpu::avx512_vnni_supported()) {
+    GTEST_SKIP() << "needs AVX-512 BF16 (and so VNNI)";
+  }
+  const cpu::KernelTable& bf16 = *cpu::avx512_kernels();
+  const cpu::KernelTable& vnni = *cpu::avx512_vnni_kernels();
+  std::vector<float> x = random_floats(4 * 96, 3, -1e3f, 1e3f);
+  const uint32_t specials[] = {0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0xBF808001u, 0x7F7FFFFFu,
+                               0x7F7F8000u, 0x7F800000u, 0xFF800000u, 0x7FC00001u, 0x7F800001u,
+                               0xFFA12345u, 0x00000001u, 0x807FFFFFu, 0x00800000u, 0x80000000u,
+                               0x00400000u, 0x0080FFFFu, 0x33800000u};
+  for (size_t i = 0; i < std::size(specials); ++i) std::memcpy(&x[7 * i], &specials[i], 4);
+  std::vector<uint16_t> a(4 * 96), b(4 * 96);
+  bf16.x_to_bf16(x.data(), 4, 90, 96, a.data());
+  vnni.x_to_bf16(x.data(), 4, 90, 96, b.data());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "value " << i;
+
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
+                      DType::kQ6_K, DType::kQ2_K, DType::kIQ4_XS}) {
+    const int64_t n = 70, k = tensor::is_low_bit_quant(dtype) ? 1024 : 1056;
+    StoredWeight sw = random_stored_weight(dtype, n, k, 5);
+    MatmulWeight w = MatmulWeight::prepare(sw.view);
+    std::vector<float> bias = random_floats(n, 6);
+    for (int64_t m : {1, 3, 16, 40, 300}) {
+      std::vector<float> xm = random_floats(m * k, 7, -3.0f, 3.0f);
+      for (MatmulKernel kernel : {MatmulKernel::kStatic, MatmulKernel::kOwn}) {
+        std::vector<float> y_bf16(m * n), y_vnni(m * n);
+        cpu::run_matmul(bf16, xm.data(), m, w, bias.data(), y_bf16.data(), pool, kernel);
+        cpu::run_matmul(vnni, xm.data(), m, w, bias.data(), y_vnni.data(), pool, kernel);
+        ASSERT_EQ(std::memcmp(y_bf16.data(), y_vnni.data(), y_bf16.size() * sizeof(float)), 0)
+            << tensor::dtype_name(dtype) << " m " << m << " kernel " << static_cast<int>(kernel);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, KernelTest,
+                         ::testing::Values("generic", "avx2", "avx512", "avx512_vnni"),
                          [](const auto& info) { return info.param; });
 
 // Pins the reference to HF rotate-half semantics with hand-computed values.
@@ -497,6 +541,8 @@ TEST(DispatchTest, BackendNameMatchesCpu) {
   std::string name = cpu_backend_name();
   if (cpu::avx512_supported()) {
     EXPECT_EQ(name.rfind("avx512_bf16", 0), 0u) << name;
+  } else if (cpu::avx512_vnni_supported()) {
+    EXPECT_EQ(name.rfind("avx512_vnni", 0), 0u) << name;
   } else if (cpu::avx2_supported()) {
     EXPECT_EQ(name, "avx2");
   } else {

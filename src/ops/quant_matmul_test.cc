@@ -301,7 +301,8 @@ TEST(QuantMatmulVsLlamaCpp, PrefillOnLlamaCppBlocks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tables, QuantMatmulTest, ::testing::Values("generic", "avx2", "avx512"),
+INSTANTIATE_TEST_SUITE_P(Tables, QuantMatmulTest,
+                         ::testing::Values("generic", "avx2", "avx512", "avx512_vnni"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

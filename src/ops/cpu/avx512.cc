@@ -1,6 +1,8 @@
-// AVX-512 kernels (F/BW/VL + FMA + F16C + AVX512-BF16). This file alone is
-// compiled with those ISA flags (see ops/CMakeLists.txt); nothing here may
-// run unless avx512_supported() said yes. To keep AVX-512 instructions out of
+// AVX-512 kernels (F/BW/VL + FMA + F16C + AVX512-BF16 + VNNI). This file is
+// compiled with those ISA flags (see ops/CMakeLists.txt), and again without
+// BF16 as avx512_vnni.cc (the avx512_vnni table: vdpbf16ps and the bf16
+// conversions emulated, avx512_util.h); nothing here may run unless
+// avx512_supported() (avx512_vnni_supported()) said yes. To keep AVX-512 instructions out of
 // code shared with portable translation units, this file includes no library
 // templates (no <algorithm>, <vector>, std::function): only intrinsics, our
 // POD argument structs and local helpers in an anonymous namespace.
@@ -31,7 +33,7 @@
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/onednn_gemm.h"
 
-namespace strata::ops::cpu {
+namespace strata::ops::cpu::STRATA_AVX512_NS {
 namespace {
 
 using tensor::BlockQ8_0;
@@ -364,7 +366,7 @@ void tile_bf16(const Bf16Block& b, int64_t i0, int64_t jr, float* y, int64_t y_s
       __m512i xv = _mm512_loadu_si512(x0 + i * b.x_stride + kk);
 #pragma GCC unroll 16
       for (int r = 0; r < NR; ++r) {
-        acc[i][r] = _mm512_dpbf16_ps(acc[i][r], (__m512bh)xv, (__m512bh)wv[r]);
+        acc[i][r] = dot_bf16_pairs(acc[i][r], xv, wv[r]);
       }
     }
   };
@@ -458,7 +460,7 @@ void dequant_q8_tile(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0, 
           _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))), d);
       __m512 hi = _mm512_mul_ps(
           _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))), d);
-      _mm512_storeu_si512(out + r * out_stride + bi * 32, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      _mm512_storeu_si512(out + r * out_stride + bi * 32, bf16_from_f32x2(hi, lo));
     }
   }
 }
@@ -525,7 +527,7 @@ void gemv_bf16_x_in_registers(const MatmulArgs& a, int64_t n_begin, int64_t n_en
 #pragma GCC unroll 32
         for (int i = 0; i < kGemvXRegs; ++i) {
           _mm_prefetch(reinterpret_cast<const char*>(wr + i * 32) + prefetch_bytes, _MM_HINT_T0);
-          acc = _mm512_dpbf16_ps(acc, (__m512bh)xr[i], (__m512bh)_mm512_loadu_si512(wr + i * 32));
+          acc = dot_bf16_pairs(acc, xr[i], _mm512_loadu_si512(wr + i * 32));
         }
         _mm512_store_ps(carry + r * 16, acc);
       }
@@ -537,12 +539,12 @@ void gemv_bf16_x_in_registers(const MatmulArgs& a, int64_t n_begin, int64_t n_en
       int64_t kk = k_regs;
       for (; kk < k_full; kk += 32) {
         _mm_prefetch(reinterpret_cast<const char*>(wr + kk) + prefetch_bytes, _MM_HINT_T0);
-        acc[0][0] = _mm512_dpbf16_ps(acc[0][0], (__m512bh)_mm512_loadu_si512(x + kk),
-                                     (__m512bh)_mm512_loadu_si512(wr + kk));
+        acc[0][0] =
+            dot_bf16_pairs(acc[0][0], _mm512_loadu_si512(x + kk), _mm512_loadu_si512(wr + kk));
       }
       if (kk < k) {
         const __m512i wv = _mm512_maskz_loadu_epi16(tail_mask32(k - kk), wr + kk);
-        acc[0][0] = _mm512_dpbf16_ps(acc[0][0], (__m512bh)_mm512_loadu_si512(x + kk), (__m512bh)wv);
+        acc[0][0] = dot_bf16_pairs(acc[0][0], _mm512_loadu_si512(x + kk), wv);
       }
       store_tile<1, 1>(acc, a.y + jb + r, a.n, a.bias != nullptr ? a.bias + jb + r : nullptr,
                        false);
@@ -670,7 +672,7 @@ void x_to_bf16(const float* x, int64_t rows, int64_t k, int64_t k_pad, uint16_t*
       int64_t left = k - kk;
       __m512 lo = _mm512_maskz_loadu_ps(left > 0 ? tail_mask16(left) : 0, xr + kk);
       __m512 hi = _mm512_maskz_loadu_ps(left > 16 ? tail_mask16(left - 16) : 0, xr + kk + 16);
-      _mm512_storeu_si512(out + r * k_pad + kk, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      _mm512_storeu_si512(out + r * k_pad + kk, bf16_from_f32x2(hi, lo));
     }
   }
 }
@@ -928,7 +930,11 @@ void paged_attention_item(const PagedAttentionBatch& b, const PagedAttentionItem
 }
 
 constexpr KernelTable kAvx512 = {
-#ifdef STRATA_HAVE_ONEDNN
+#if defined(STRATA_AVX512_NO_BF16) && defined(STRATA_HAVE_ONEDNN)
+    "avx512_vnni+onednn",
+#elif defined(STRATA_AVX512_NO_BF16)
+    "avx512_vnni",
+#elif defined(STRATA_HAVE_ONEDNN)
     "avx512_bf16+onednn",
 #else
     "avx512_bf16",
@@ -955,7 +961,12 @@ constexpr KernelTable kAvx512 = {
 };
 
 }  // namespace
+}  // namespace strata::ops::cpu::STRATA_AVX512_NS
 
-const KernelTable* avx512_kernels() { return &kAvx512; }
-
+namespace strata::ops::cpu {
+#ifdef STRATA_AVX512_NO_BF16
+const KernelTable* avx512_vnni_kernels() { return &avx512_vnni::kAvx512; }
+#else
+const KernelTable* avx512_kernels() { return &avx512_bf16::kAvx512; }
+#endif
 }  // namespace strata::ops::cpu

@@ -32,7 +32,7 @@
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/panels.h"
 
-namespace strata::ops::cpu {
+namespace strata::ops::cpu::STRATA_AVX512_NS {
 namespace {
 
 // Each weight line is prefetched into L2 this far ahead in the panel stream
@@ -468,7 +468,7 @@ STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a0, float b0, 
                                     _mm512_set1_ps(a0), _mm512_set1_ps(b0));
   const __m512 hi = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u1)),
                                     _mm512_set1_ps(a1), _mm512_set1_ps(b1));
-  _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  _mm512_storeu_si512(out, bf16_from_f32x2(hi, lo));
 }
 STRATA_INLINE void store_codes_bf16(__m128i u0, __m128i u1, float a, float b, uint16_t* out) {
   store_codes_bf16(u0, u1, a, b, a, b, out);
@@ -479,7 +479,7 @@ STRATA_INLINE void store_row_bf16(__m128i q0, __m128i q1, float d, uint16_t* out
   const __m512 dr = _mm512_set1_ps(d);
   const __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), dr);
   const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), dr);
-  _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  _mm512_storeu_si512(out, bf16_from_f32x2(hi, lo));
 }
 
 }  // namespace
@@ -766,7 +766,7 @@ void dequant_k_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_
           const __m512 w = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u)),
                                            _mm512_set1_ps(fa), _mm512_set1_ps(fb));
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (r0 + r) * out_stride + (v - k0)),
-                              (__m256i)_mm512_cvtneps_pbh(w));
+                              bf16_from_f32(w));
         }
       }
     }
@@ -812,4 +812,4 @@ void avx512_dequant_panels_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, i
   if (!known) __builtin_trap();
 }
 
-}  // namespace strata::ops::cpu
+}  // namespace strata::ops::cpu::STRATA_AVX512_NS

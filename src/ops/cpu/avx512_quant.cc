@@ -35,7 +35,7 @@
 #include "ops/cpu/kernels.h"
 #include "tensor/quant_blocks.h"
 
-namespace strata::ops::cpu {
+namespace strata::ops::cpu::STRATA_AVX512_NS {
 namespace {
 
 using tensor::DType;
@@ -802,8 +802,8 @@ void dequant_rows_bf16(const MatmulArgs& a, int64_t j0, int64_t rows, int64_t k0
           w[c] = _mm512_fmsub_ps(u, _mm512_set1_ps(fa[4 * z + c]), _mm512_set1_ps(fb[4 * z + c]));
         }
         uint16_t* dst = o + (g * 256 - k0) + 64 * z;
-        __m512i lo = (__m512i)_mm512_cvtne2ps_pbh(w[1], w[0]);
-        __m512i hi = (__m512i)_mm512_cvtne2ps_pbh(w[3], w[2]);
+        __m512i lo = bf16_from_f32x2(w[1], w[0]);
+        __m512i hi = bf16_from_f32x2(w[3], w[2]);
         const int64_t n = min64(64, left - 64 * z);
         _mm512_mask_storeu_epi16(dst, tail_mask32(n), lo);
         if (n > 32) _mm512_mask_storeu_epi16(dst + 32, tail_mask32(n - 32), hi);
@@ -884,4 +884,4 @@ void avx512_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pa
   }
 }
 
-}  // namespace strata::ops::cpu
+}  // namespace strata::ops::cpu::STRATA_AVX512_NS

@@ -1,7 +1,14 @@
 // Helpers shared by the AVX-512 translation units (avx512.cc,
-// avx512_quant.cc): horizontal sums in a fixed order, tile stores, masks.
-// Include only from files compiled with the AVX-512 flags (see
-// ops/CMakeLists.txt); everything here is inline, in an unnamed namespace.
+// avx512_quant.cc, avx512_panels.cc): horizontal sums in a fixed order, tile
+// stores, masks, bf16 pair products and conversions. Include only from files
+// compiled with the AVX-512 flags (see ops/CMakeLists.txt); everything here is
+// inline, in an unnamed namespace.
+//
+// Those files are compiled twice: with AVX512-BF16 (the avx512_bf16 table,
+// namespace cpu::avx512_bf16) and, with STRATA_AVX512_NO_BF16 defined, for
+// CPUs with AVX-512 F/BW/VL and VNNI but no BF16 (Cascade Lake, Ice Lake;
+// the avx512_vnni table, namespace cpu::avx512_vnni; avx512_vnni*.cc). The
+// only difference is here: dot_bf16_pairs and the bf16 conversions below.
 #pragma once
 
 #include <immintrin.h>
@@ -11,7 +18,13 @@
 #include "ops/cpu/kernels.h"
 #include "tensor/quant_blocks.h"
 
-namespace strata::ops::cpu {
+#ifdef STRATA_AVX512_NO_BF16
+#define STRATA_AVX512_NS avx512_vnni
+#else
+#define STRATA_AVX512_NS avx512_bf16
+#endif
+
+namespace strata::ops::cpu::STRATA_AVX512_NS {
 
 // Dequantizes rows [j0, j0 + rows) x k-values [k0, k0 + kc) of a weight of a
 // tensor::is_low_bit_quant() type to bf16 in out [rows, out_stride]; k0 and
@@ -37,6 +50,64 @@ namespace {
 #define STRATA_INLINE inline __attribute__((always_inline))
 
 STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// acc + x[2i] w[2i] + x[2i + 1] w[2i + 1] per f32 lane i, x and w 32 bf16
+// values each (vdpbf16ps). Without AVX512-BF16: two FMAs on the halves
+// widened to f32 (exactly), the odd element first, as Intel documents the
+// instruction (each product is exact in f32, so each FMA rounds once). The
+// bits then equal the instruction's for normal inputs and sums
+// (KernelTest.Avx512VnniTableComputesTheBf16TablesBits); it flushes
+// subnormals, the FMAs keep them.
+STRATA_INLINE __m512 dot_bf16_pairs(__m512 acc, __m512i x, __m512i w) {
+#ifdef STRATA_AVX512_NO_BF16
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(x, high)),
+                        _mm512_castsi512_ps(_mm512_and_si512(w, high)), acc);
+  return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),
+                         _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), acc);
+#else
+  return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
+#endif
+}
+
+#ifdef STRATA_AVX512_NO_BF16
+// v rounded to bf16 (to nearest even) in the high 16 bits of each lane, as
+// vcvtneps2bf16 rounds: NaN stays a NaN (quiet, sign and top payload kept),
+// subnormal inputs become a signed zero.
+STRATA_INLINE __m512i bf16_in_high_halves(__m512 v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+  const __m512i exponent = _mm512_set1_epi32(0x7F800000);
+  const __mmask16 subnormal =
+      _mm512_cmpeq_epi32_mask(_mm512_and_si512(b, exponent), _mm512_setzero_si512());
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  r = _mm512_mask_mov_epi32(r, subnormal, _mm512_and_si512(b, _mm512_set1_epi32(INT32_MIN)));
+  return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(b, _mm512_set1_epi32(0x00400000)));
+}
+#endif
+
+// 32 bf16 values: lo's 16 lanes rounded to bf16, then hi's (vcvtne2ps2bf16).
+STRATA_INLINE __m512i bf16_from_f32x2(__m512 hi, __m512 lo) {
+#ifdef STRATA_AVX512_NO_BF16
+  // The high 16-bit halves of lo's lanes, then of hi's.
+  const __m512i odd_words =
+      _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,  //
+                       31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  return _mm512_permutex2var_epi16(bf16_in_high_halves(lo), odd_words, bf16_in_high_halves(hi));
+#else
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+#endif
+}
+
+// 16 bf16 values: v's lanes rounded to bf16 (vcvtneps2bf16).
+STRATA_INLINE __m256i bf16_from_f32(__m512 v) {
+#ifdef STRATA_AVX512_NO_BF16
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_in_high_halves(v), 16));
+#else
+  return (__m256i)_mm512_cvtneps_pbh(v);
+#endif
+}
 
 // Runtime dtype to template argument: for_dtype_in(DtypeList<Ds...>{}, t, f)
 // calls f.template operator()<D>() (f a lambda []<tensor::DType D>() {...})
@@ -203,4 +274,4 @@ STRATA_INLINE void for_row_chunks(int64_t m, F&& f) {
 }
 
 }  // namespace
-}  // namespace strata::ops::cpu
+}  // namespace strata::ops::cpu::STRATA_AVX512_NS

@@ -12,16 +12,27 @@ bool avx512_supported() {
   return avx512_kernels() != nullptr && f.has_avx512() && f.avx512_bf16 && f.fma && f.f16c;
 }
 
+bool avx512_vnni_supported() {
+  const CpuFeatures& f = cpu_features();
+  return f.has_avx512() && f.avx512_vnni && f.fma && f.f16c;
+}
+
+bool is_avx512_table(const KernelTable& t) {
+  return &t == avx512_kernels() || &t == avx512_vnni_kernels();
+}
+
 bool avx2_supported() {
   const CpuFeatures& f = cpu_features();
   return f.avx2 && f.fma && f.f16c;
 }
 
-// The widest table the CPU runs: AVX-512 BF16, else AVX2, else portable.
+// The widest table the CPU runs: AVX-512 with BF16, else AVX-512 with VNNI,
+// else AVX2, else portable.
 const KernelTable& active_kernels() {
-  static const KernelTable* table = avx512_supported() ? avx512_kernels()
-                                    : avx2_supported() ? &avx2_kernels()
-                                                       : &generic_kernels();
+  static const KernelTable* table = avx512_supported()        ? avx512_kernels()
+                                    : avx512_vnni_supported() ? avx512_vnni_kernels()
+                                    : avx2_supported()        ? &avx2_kernels()
+                                                              : &generic_kernels();
   return *table;
 }
 

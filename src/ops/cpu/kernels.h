@@ -271,9 +271,19 @@ const KernelTable& generic_kernels();
 const KernelTable& avx2_kernels();
 bool avx2_supported();
 // nullptr when this build has no AVX-512 kernels. Only call its entries when
-// cpu_features() reports AVX-512 F/BW/VL + BF16 + FMA + F16C (see avx512_supported()).
+// cpu_features() reports AVX-512 F/BW/VL + BF16 + FMA + F16C (see
+// avx512_supported()).
 const KernelTable* avx512_kernels();
 bool avx512_supported();
+// The same kernels built without AVX512-BF16 (avx512_vnni*.cc), for CPUs with
+// AVX-512 F/BW/VL + VNNI + FMA + F16C but no BF16 (Cascade Lake, Ice Lake;
+// STRATA_CPU=avx512_vnni forces it on a BF16 CPU): vdpbf16ps as two FMAs, the
+// bf16 conversions in integer code, same results but for subnormals. Only
+// call its entries when avx512_vnni_supported().
+const KernelTable* avx512_vnni_kernels();
+bool avx512_vnni_supported();
+// True for the two AVX-512 tables.
+bool is_avx512_table(const KernelTable& t);
 
 // The dispatch point: the table every public op uses (chosen once).
 const KernelTable& active_kernels();
@@ -311,6 +321,12 @@ void run_paged_attention(const KernelTable& t, const PagedAttentionBatch& b, Thr
 // True for the kernels that are our own at every m (no prefill GEMM): kOwn
 // and its decode tile variants.
 bool is_own_kernel(MatmulKernel kernel);
+// True when run_matmul (and the grouped matmul) with table t and `kernel`
+// runs t's prefill GEMM (matmul_prefill_range: oneDNN, falling back to our
+// tiles) for m rows of x against a weight of w_dtype: m > kDecodeMaxRows
+// (quantized: > quantized_decode_rows()), not F16, not an own kernel, and for
+// BF16 under kStatic only where oneDNN runs bf16 natively (onednn_bf16_native).
+bool runs_prefill_gemm(const KernelTable& t, tensor::DType w_dtype, int64_t m, MatmulKernel kernel);
 // Sets a's decode tile variant fields (prefetch_one_row_tiles,
 // gemv_tile_rows) for `kernel`; kernels without a variant keep the defaults.
 void set_decode_variant(MatmulKernel kernel, MatmulArgs* a);

@@ -96,6 +96,14 @@ void run_block(ThreadState& s, const Primitive& p, const void* x, const void* w,
 
 bool onednn_enabled() { return !disabled(); }
 
+bool onednn_bf16_native() {
+  static const bool native = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  return native;
+}
+
 bool onednn_gemm(GemmType type, const void* x, int64_t ldx, int64_t m, const void* w, int64_t ldw,
                  int64_t n, int64_t k, float* y, int64_t ldy) {
   if (disabled() || m <= 0 || n <= 0) return false;
@@ -135,6 +143,8 @@ bool onednn_gemm(GemmType type, const void* x, int64_t ldx, int64_t m, const voi
 #else  // !STRATA_HAVE_ONEDNN
 
 bool onednn_enabled() { return false; }
+
+bool onednn_bf16_native() { return false; }
 
 bool onednn_gemm(GemmType, const void*, int64_t, int64_t, const void*, int64_t, int64_t, int64_t,
                  float*, int64_t) {

@@ -23,6 +23,12 @@ enum class GemmType { kF32, kBF16 };
 // True when onednn_gemm can run at all: built in and not disabled by
 // STRATA_NO_ONEDNN=1.
 bool onednn_enabled();
+// True when oneDNN runs bf16 GEMMs on bf16 instructions (its effective ISA is
+// avx512_core_bf16 or AMX); false where it emulates them (AVX-512 CPUs without
+// BF16, e.g. Cascade Lake and Ice Lake: 64-68 GFLOP/s per core in the
+// emulation against 140-187 for our bf16 tiles on the avx512_vnni table,
+// BENCHMARKS.md "AVX-512 without BF16"), or cannot run them at all.
+bool onednn_bf16_native();
 
 bool onednn_gemm(GemmType type, const void* x, int64_t ldx, int64_t m, const void* w, int64_t ldw,
                  int64_t n, int64_t k, float* y, int64_t ldy);

@@ -1,0 +1,4 @@
+// avx512.cc compiled without AVX512-BF16, for the avx512_vnni table (CPUs
+// with AVX-512 and VNNI but no BF16; see avx512_util.h and ops/CMakeLists.txt).
+#define STRATA_AVX512_NO_BF16 1
+#include "ops/cpu/avx512.cc"  // NOLINT(bugprone-suspicious-include)
