@@ -2,10 +2,11 @@
 // compiled with those ISA flags (see ops/CMakeLists.txt), and again without
 // BF16 as avx512_vnni.cc (the avx512_vnni table: vdpbf16ps and the bf16
 // conversions emulated, avx512_util.h); nothing here may run unless
-// avx512_supported() (avx512_vnni_supported()) said yes. To keep AVX-512 instructions out of
-// code shared with portable translation units, this file includes no library
-// templates (no <algorithm>, <vector>, std::function): only intrinsics, our
-// POD argument structs and local helpers in an anonymous namespace.
+// avx512_supported() (avx512_vnni_supported()) said yes. To keep AVX-512
+// instructions out of code shared with portable translation units, this file
+// includes no library templates (no <algorithm>, <vector>, std::function):
+// only intrinsics, our POD argument structs and local helpers in an anonymous
+// namespace.
 //
 // matmul, kF32 mode: inner products of MR(<=4) x rows with NR(4) weight rows,
 //   weights widened to f32 in registers 16 values at a time, 16 accumulators.
