@@ -56,7 +56,7 @@ STRATA_INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 // widened to f32 (exactly), the odd element first, as Intel documents the
 // instruction (each product is exact in f32, so each FMA rounds once). The
 // bits then equal the instruction's for normal inputs and sums
-// (KernelTest.Avx512VnniTableComputesTheBf16TablesBits); it flushes
+// (DispatchTest.Avx512VnniTableComputesTheBf16TablesBits); it flushes
 // subnormals, the FMAs keep them.
 STRATA_INLINE __m512 dot_bf16_pairs(__m512 acc, __m512i x, __m512i w) {
 #ifdef STRATA_AVX512_NO_BF16
