@@ -288,8 +288,8 @@ BENCHMARK(BM_Onednn)->Apply([](benchmark::internal::Benchmark* b) {
 #endif
 
 // ---- paged attention ----
-// Args: table (0 generic, 1 AVX-512, 2 AVX2, 3 AVX-512 without BF16), new tokens per sequence,
-// context after the step, sequences, query heads, kv heads, head_dim, KV dtype
+// Args: table (0 generic, 1 AVX-512, 2 AVX2), new tokens per sequence, context after
+// the step, sequences, query heads, kv heads, head_dim, KV dtype
 // (tensor::KvCacheDtype code: 0 f32, 1 bf16, 3 fp8_e4m3). K/V in shuffled
 // 16-token blocks. FLOP/s counts the causal work: 4 * head_dim per visible
 // (query head, key) pair (Q·K and P·V); KV_bytes/s the cache bytes read once
@@ -302,9 +302,6 @@ void BM_PagedAttention(benchmark::State& state) {
   } else if (state.range(0) == 2) {
     if (!ops::cpu::avx2_supported()) return state.SkipWithError("no AVX2 kernels");
     t = &ops::cpu::avx2_kernels();
-  } else if (state.range(0) == 3) {
-    if (!ops::cpu::avx512_vnni_supported()) return state.SkipWithError("no AVX-512 VNNI");
-    t = ops::cpu::avx512_vnni_kernels();
   }
   const int64_t num_new = state.range(1), ctx = state.range(2), num_seqs = state.range(3);
   const int64_t heads = state.range(4), kv_heads = state.range(5), dim = state.range(6);
