@@ -222,9 +222,10 @@ const std::vector<Prepared>& prepare_all(const KernelTable& t, const GroupedMatm
     // fallback (other tables, the exact kernel on a fused weight) is
     // not offered here: grouped calls run the active table with calibrated
     // kernels, which never need rows of such a weight.
-    STRATA_CHECK(p.a.w != nullptr ||
-                 (p.a.w_panels != nullptr &&
-                  (p.kind == Kind::kPanels || p.kind == Kind::kPrefill || p.kind == Kind::kBf16)))
+    STRATA_CHECK(
+        p.a.w != nullptr ||
+        (p.a.w_panels != nullptr && (p.kind == Kind::kPanels || p.kind == Kind::kPrefill ||
+                                     (p.kind == Kind::kBf16 && t.matmul_prefill_range != nullptr))))
         << "grouped matmul " << i << ": a weight kept only in panels, on a path that reads rows";
     if (i == 0 || !same_activations(prepared[i - 1], p)) bytes += prepared_bytes(p);
   }

@@ -143,6 +143,12 @@ std::vector<MatmulKernel> matmul_candidates(const MatmulShapeClass& cls) {
       cpu::onednn_enabled()) {
     return {MatmulKernel::kOwnInt8, MatmulKernel::kOnednn};
   }
+  // A table without a prefill GEMM (AVX2) that reads panels: its int8 panel
+  // kernel at every m (the static choice; the types' row-major kernels read
+  // rows, which a fused weight there no longer has).
+  if (cpu::reads_panels(t, cls.dtype) && t.matmul_prefill_range == nullptr) {
+    return {MatmulKernel::kOwnInt8};
+  }
   // Low-bit quantized prefill has no own AVX-512 GEMM (only the portable
   // exact kernel, several times slower), F16 no oneDNN one: one candidate.
   return {tensor::is_low_bit_quant(cls.dtype) && t.matmul_prefill_range != nullptr &&

@@ -5,12 +5,13 @@
 //   - Work is split over n (weight rows) across the pool in multiples of 16
 //     rows, so each thread streams its own weight rows once for all m rows
 //     of x (decode GEMV amortises weight reads over the batch).
-//   - Q8_0, Q4_0, Q5_0, IQ4_NL and IQ4_XS on AVX512-VNNI CPUs: weights repacked at
-//     load into 16-row panels (cpu/panels.h), x quantized to int8 per
-//     32-block once per call (as llama.cpp does), exact vpdpbusd int32 block
-//     sums for 16 outputs at a time, scaled by d_x * d_w, at every m unless
-//     calibration chose bf16 tiles for prefill (then read from the panels
-//     too). AVX2 CPUs (Q8_0): rows, per-lane int32 sums scaled alike.
+//   - Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS and Q2_K ... Q6_K on AVX512-VNNI and
+//     AVX2 CPUs: weights repacked at load into 16-row panels (cpu/panels.h),
+//     x quantized to int8 per 32-block (K-quants: per 256) once per call (as
+//     llama.cpp does), exact int32 block sums for 16 outputs at a time
+//     (vpdpbusd; AVX2: vpmaddubsw + vpmaddwd), scaled by d_x * d_w, at every
+//     m unless calibration chose bf16 tiles for prefill on AVX-512 (then read
+//     from the panels too).
 //   - F32/F16 weights and Q8_0 with m <= 16 otherwise: f32 FMA, weights
 //     widened exactly.
 //   - BF16 weights (any m) and Q8_0 with m > 16: x rounded to bf16 once per
@@ -418,9 +419,12 @@ void run_matmul(const KernelTable& t, const float* x, int64_t m, const MatmulWei
   // A weight kept only in panels, on a path that reads rows (another table,
   // or the exact f32 kernel): rows unpacked for this call. The dispatched
   // table never gets here: it reads the panels at every m (the int8 kernel
-  // above, the bf16 tiles of the prefill candidates kOnednn and kOwn below).
+  // above; on a table with a prefill GEMM, the bf16 tiles of the prefill
+  // candidates kOnednn and kOwn below).
   tensor::AlignedBuffer<uint8_t> unpacked;
-  if (a.w == nullptr && (a.w_panels == nullptr || matmul_mode(w.dtype(), m) != MatmulMode::kBF16)) {
+  const bool bf16_tiles_from_panels = a.w_panels != nullptr && t.matmul_prefill_range != nullptr &&
+                                      matmul_mode(w.dtype(), m) == MatmulMode::kBF16;
+  if (a.w == nullptr && !bf16_tiles_from_panels) {
     unpacked = w.unpack_rows();
     a.w = unpacked.data();
   }

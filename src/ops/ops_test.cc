@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 #include <random>
 #include <string>
@@ -15,8 +16,10 @@
 
 #include "base/thread_pool.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/panels.h"
 #include "ops/matmul_test_util.h"
 #include "ops/reference.h"
+#include "tensor/quant_blocks.h"
 
 namespace strata::ops {
 namespace {
@@ -542,6 +545,97 @@ TEST(DispatchTest, Avx512VnniTableComputesTheBf16TablesBits) {
             << tensor::dtype_name(dtype) << " m " << m << " kernel " << static_cast<int>(kernel);
       }
     }
+  }
+}
+
+// The AVX2 panel kernel (vpmaddubsw + vpmaddwd) builds the same exact int32
+// block and super-block sums as the AVX512-VNNI one (vpdpbusd) and scales
+// them with the same f32 operations in the same order, so every output has
+// the same bits: every panel type, x-row counts that take each tile shape
+// (1-4 rows, both halves or one per pass) and prefill sizes, a last panel
+// with rows in one half and in both, bias, a lone last block, Q8_0 codes of
+// -128, zero and large x.
+// Sets every code of the GGUF blocks of a panel dtype to its largest
+// magnitude (and the K-quants' sub-block scales and mins to their largest),
+// leaving the f16 factors: the int16 sums of the AVX2 kernel at their bound.
+void set_extreme_codes(DType dtype, std::vector<uint8_t>& bytes) {
+  struct Range {
+    size_t block, begin, end;
+    uint8_t value;
+  };
+  const Range r = dtype == DType::kQ8_0     ? Range{34, 2, 34, 0x80}  // -128
+                  : dtype == DType::kQ4_0   ? Range{sizeof(tensor::BlockQ4_0), 2, 18, 0xFF}
+                  : dtype == DType::kQ5_0   ? Range{sizeof(tensor::BlockQ5_0), 2, 22, 0xFF}
+                  : dtype == DType::kIQ4_NL ? Range{sizeof(tensor::BlockIQ4_NL), 2, 18, 0x00}
+                  : dtype == DType::kIQ4_XS ? Range{sizeof(tensor::BlockIQ4_XS), 8, 136, 0x00}
+                  : dtype == DType::kQ2_K   ? Range{sizeof(tensor::BlockQ2_K), 0, 80, 0xFF}
+                  : dtype == DType::kQ3_K   ? Range{sizeof(tensor::BlockQ3_K), 0, 108, 0xFF}
+                  : dtype == DType::kQ4_K   ? Range{sizeof(tensor::BlockQ4_K), 4, 144, 0xFF}
+                  : dtype == DType::kQ5_K   ? Range{sizeof(tensor::BlockQ5_K), 4, 176, 0xFF}
+                                            : Range{sizeof(tensor::BlockQ6_K), 0, 192, 0xFF};
+  for (size_t b = 0; b + r.block <= bytes.size(); b += r.block) {
+    std::fill(bytes.begin() + b + r.begin, bytes.begin() + b + r.end, r.value);
+    if (dtype == DType::kIQ4_XS) {  // scales 63 - 32
+      std::fill(bytes.begin() + b + 2, bytes.begin() + b + 8, 0xFF);
+    } else if (dtype == DType::kQ6_K) {  // scales -128 and 127
+      for (size_t i = 192; i < 208; ++i) bytes[b + i] = i % 2 == 0 ? 0x80 : 0x7F;
+    }
+  }
+}
+
+TEST(DispatchTest, Avx2PanelKernelComputesTheAvx512PanelKernelsBits) {
+  if (!cpu::avx2_supported() || !cpu::avx512_vnni_supported()) {
+    GTEST_SKIP() << "needs AVX2 and AVX-512 VNNI";
+  }
+  const cpu::KernelTable& avx2 = cpu::avx2_kernels();
+  const cpu::KernelTable& vnni = *cpu::avx512_vnni_kernels();
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS,
+                      DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    ASSERT_TRUE(cpu::reads_panels(avx2, dtype) && cpu::reads_panels(vnni, dtype))
+        << tensor::dtype_name(dtype);
+    const int64_t k = cpu::panels_read_x_groups(dtype) || dtype == DType::kIQ4_XS ? 1024 : 1056;
+    for (int64_t n : {70, 90}) {
+      StoredWeight sw = random_stored_weight(dtype, n, k, 11);
+      if (dtype == DType::kQ8_0) {  // some codes -128 (34-byte blocks: f16 d, 32 int8)
+        for (size_t at = 2; at < sw.bytes.size(); at += 34 * 3 + 5) sw.bytes[at] = 0x80;
+      }
+      MatmulWeight w = MatmulWeight::prepare(sw.view);
+      ASSERT_NE(w.panels(), nullptr);
+      std::vector<float> bias = random_floats(n, 12);
+      for (int64_t m : {1, 2, 3, 4, 5, 7, 16, 40}) {
+        std::vector<float> x = random_floats(m * k, 13 + static_cast<uint32_t>(m), -3.0f, 3.0f);
+        for (int64_t v = 0; v < 32; ++v) x[v] = 0.0f;  // a zero block (d = 0)
+        x[m * k - 1] = 1e4f;                           // an outlier in the last block
+        std::vector<float> y_avx2(m * n), y_vnni(m * n);
+        cpu::run_matmul(avx2, x.data(), m, w, bias.data(), y_avx2.data(), pool);
+        cpu::run_matmul(vnni, x.data(), m, w, bias.data(), y_vnni.data(), pool);
+        ASSERT_EQ(std::memcmp(y_avx2.data(), y_vnni.data(), y_avx2.size() * sizeof(float)), 0)
+            << tensor::dtype_name(dtype) << " n " << n << " m " << m;
+        std::vector<float> y_nobias(m * n);
+        cpu::run_matmul(avx2, x.data(), m, w, nullptr, y_nobias.data(), pool);
+        cpu::run_matmul(vnni, x.data(), m, w, nullptr, y_vnni.data(), pool);
+        ASSERT_EQ(std::memcmp(y_nobias.data(), y_vnni.data(), y_nobias.size() * sizeof(float)), 0)
+            << tensor::dtype_name(dtype) << " n " << n << " m " << m << " without bias";
+      }
+    }
+    // Every code at its largest magnitude against x at +-127 (rows of one
+    // sign, and alternating).
+    StoredWeight sw = random_stored_weight(dtype, 32, k, 14);
+    set_extreme_codes(dtype, sw.bytes);
+    MatmulWeight w = MatmulWeight::prepare(sw.view);
+    const int64_t m = 3;
+    std::vector<float> x(m * k);
+    for (int64_t v = 0; v < k; ++v) {
+      x[v] = 2.0f;
+      x[k + v] = -2.0f;
+      x[2 * k + v] = v % 2 == 0 ? 2.0f : -2.0f;
+    }
+    std::vector<float> y_avx2(m * 32), y_vnni(m * 32);
+    cpu::run_matmul(avx2, x.data(), m, w, nullptr, y_avx2.data(), pool);
+    cpu::run_matmul(vnni, x.data(), m, w, nullptr, y_vnni.data(), pool);
+    ASSERT_EQ(std::memcmp(y_avx2.data(), y_vnni.data(), y_avx2.size() * sizeof(float)), 0)
+        << tensor::dtype_name(dtype) << " at the codes' bounds";
   }
 }
 

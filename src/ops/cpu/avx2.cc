@@ -654,6 +654,8 @@ KernelTable make_avx2_table() {
   t.x_to_q8_groups = avx2_x_to_q8_groups;
   t.lowbit_kernel_for = every_lowbit_type;
   t.lowbit_needs_vnni = false;
+  t.matmul_panels_range = avx2_matmul_panels_range;
+  t.x_to_q8_blocks = avx2_x_to_q8_blocks;
   return t;
 }
 

@@ -569,6 +569,7 @@ void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad2
     int8_t* qr = out.q + r * k_pad256;
     float* sr = out.scale + r * (k_pad256 / 4);
     float* s16 = out.sum16 + r * (k_pad256 / 16);
+    int32_t* n16 = out.nsum16 + r * (k_pad256 / 16);
     float block_d = 0.0f;
     for (int64_t b = 0; b < k_pad256 / 32; ++b) {
       if (b * 32 % x_block == 0 && b * 32 < k) {  // d of values [32 b, min(32 b + x_block, k))
@@ -583,6 +584,8 @@ void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad2
       for (int v = 0; v < 32; ++v) half[v / 16] += qr[slot * 32 + v];
       s16[2 * b] = d * static_cast<float>(half[0]);
       s16[2 * b + 1] = d * static_cast<float>(half[1]);
+      n16[2 * slot] = -half[0];  // in q's order, for the K-quant panel kernels
+      n16[2 * slot + 1] = -half[1];
     }
   }
 }

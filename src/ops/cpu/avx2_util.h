@@ -12,10 +12,13 @@
 
 namespace strata::ops::cpu {
 
-// Table entries defined in avx2_quant.cc (see KernelTable).
+// Table entries defined in avx2_quant.cc and avx2_panels.cc (see KernelTable).
 void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
                          tensor::DType w_dtype, const Q8GroupsOut& out);
+void avx2_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+void avx2_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
+                         int32_t* corr);
 
 namespace {
 

@@ -39,8 +39,9 @@ const KernelTable& active_kernels() {
 bool every_lowbit_type(tensor::DType t) { return tensor::is_low_bit_quant(t); }
 
 bool panels_in_use(tensor::DType w_dtype) {
-  static const bool on =
-      active_kernels().matmul_panels_range != nullptr && cpu_features().avx512_vnni;
+  // The AVX-512 panel kernels need VNNI (vpdpbusd); the AVX2 one does not.
+  static const bool on = active_kernels().matmul_panels_range != nullptr &&
+                         (!is_avx512_table(active_kernels()) || cpu_features().avx512_vnni);
   return on && has_panel_layout(w_dtype);
 }
 

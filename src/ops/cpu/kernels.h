@@ -22,8 +22,9 @@ namespace strata::ops {
 
 // Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS and Q2_K ... Q6_K weights where the active table decodes them in
 // panels (cpu::panels_in_use()): the 16-row panels of cpu/panels.h, which
-// that table reads for every m (decode, and the prefill's bf16 tiles). Every
-// other dtype, and those elsewhere, reads the stored [n, k] rows.
+// that table reads for every m (decode, and prefill: the int8 kernel, or on
+// AVX-512 the bf16 tiles of the prefill GEMM). Every other dtype, and those
+// elsewhere, reads the stored [n, k] rows.
 struct MatmulWeight::Packed {
   tensor::AlignedBuffer<uint8_t> panels;
 };
@@ -133,9 +134,9 @@ struct MatmulArgs {
 //   nsum4  [rows, k_pad256 / 4]  int32: -Σ q over each 4 values
 //   fsum4  [rows, k_pad256 / 4]  f32: d * Σ q over each 4 values
 //   nsum16 [rows, k_pad256 / 16] int32: -Σ q over each 16 values
-//   (nsum4, fsum4 and nsum16 only on the AVX-512 table, whose 32-value and
-//   panel kernels read them; the AVX2 table's kernels do not, and it leaves
-//   them unwritten)
+//   (nsum4 and fsum4 only on the AVX-512 tables, whose 32-value kernels
+//   read them; the AVX2 table's kernels do not, and it leaves them
+//   unwritten)
 // (lane l of a 64-value step covers values 4 l .. 4 l + 3, as vpdpbusd sums;
 // scale, nsum4, fsum4 and nsum16 follow q's order, sum16 the values' own order).
 struct Q8GroupsOut {
@@ -247,8 +248,8 @@ struct KernelTable {
   // Weights in panels (a.w_panels; has_panel_layout() types), any m, columns
   // [n_begin, n_end) of y with n_begin % 16 == 0, from the int8 activations
   // of x_to_q8_blocks (the K-quants: x_to_q8_groups) (exact int32 block or
-  // super-block sums scaled by d_w * d_x; avx512_panels.cc). nullptr when the table has none; the
-  // AVX-512 table's needs cpu_features().avx512_vnni (see panels_in_use()).
+  // super-block sums scaled by d_w * d_x; avx512_panels.cc, avx2_panels.cc). nullptr when the
+  // table has none; the AVX-512 tables' need cpu_features().avx512_vnni (see panels_in_use()).
   void (*matmul_panels_range)(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
   // Quantizes x[rows, k] (k % 32 == 0) per 32 values: d [rows, k / 32] =
   // max|x| / 127 (f32), q [rows, k] int8 = round-to-nearest-even(x * (1 / d)),
@@ -288,7 +289,8 @@ bool is_avx512_table(const KernelTable& t);
 // The dispatch point: the table every public op uses (chosen once).
 const KernelTable& active_kernels();
 // True where the active table decodes weights of dtype w_dtype from 16-row
-// panels (a dtype with cpu::has_panel_layout(), on AVX-512 with VNNI):
+// panels (a dtype with cpu::has_panel_layout(), on AVX-512 with VNNI or on
+// AVX2):
 // MatmulWeight then builds them for such weights at load.
 bool panels_in_use(tensor::DType w_dtype);
 

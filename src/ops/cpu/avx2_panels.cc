@@ -1,0 +1,599 @@
+// Weights in 16-row panels (panels.h: Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K), AVX2: the avx2 table's int8 kernel for every m
+// (decode and prefill; the table has no prefill GEMM), and its x_to_q8_blocks.
+// Compiled with the AVX2 flags (ops/CMakeLists.txt).
+//
+// The panels are the AVX512-VNNI kernel's (avx512_panels.cc), and so are the
+// sums: each output's exact int32 block sum Σ w q (the K-quants: super-block
+// sum Σ scale w q, and Σ min (-Σq)), then per block (super-block) in k order
+//   acc = fma(float(sum), d_w * d_x, acc)        (one f32 lane per output)
+// with the same operations, so a row's result has that kernel's bits.
+// Without vpdpbusd the sums are built from vpmaddubsw (unsigned codes times
+// int8 x, two products per int16 lane) and vpmaddwd:
+//   - 32 bytes of a 64-byte panel line are 4 k values of 8 weight rows (a
+//     "half": rows 0-7 or 8-15), so one vpmaddubsw with 4 broadcast bytes of
+//     x gives each row two int16 partial sums;
+//   - as many of those are added as int16 as stay below 2^15 (Q4_0 / Q4_K:
+//     8, a whole 32-value block; Q5_0 / Q5_K: 4; Q6_K: 2; Q8_0 and the IQ4
+//     levels: 1), then vpmaddwd adds each row's pair into an int32 lane,
+//     multiplied by ones, or by the row's integer sub-block scale in both
+//     words (the K-quants, IQ4_XS), which is exact;
+//   - Q8_0 and the IQ4 levels are signed (-128..127): |w| against x carrying
+//     w's sign (vpsignb), as the avx2 table's row-major kernels do. The
+//     unsigned codes with a zero point (Q4_0: w = u - 8, Q5_0: u - 16, Q6_K:
+//     u - 32, Q3_K: u - 4) are seeded with -z Σq, as on AVX-512.
+// Tiles are MR x rows by one half (MR = 3, 4: two passes over the panel) or by
+// both halves (MR = 1, 2), so their int16 and int32 partial sums and f32
+// accumulators fit the 16 ymm registers.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cpu/avx2_util.h"
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/panels.h"
+#include "tensor/quant_blocks.h"
+
+namespace strata::ops::cpu {
+namespace {
+
+using tensor::DType;
+
+// Each weight line is prefetched into L2 this far ahead in the panel stream,
+// as the AVX-512 panel kernel does.
+constexpr int64_t kPanelPrefetchBytes = 16384;
+STRATA_INLINE void prefetch_panel(const uint8_t* line) {
+  _mm_prefetch(reinterpret_cast<const char*>(line) + kPanelPrefetchBytes, _MM_HINT_T1);
+}
+
+STRATA_INLINE __m256i broadcast_x4(const int8_t* x) {
+  int32_t four;
+  std::memcpy(&four, x, 4);
+  return _mm256_set1_epi32(four);
+}
+
+// Rows 8 h .. 8 h + 7 of a 64-byte panel line (4 bytes each).
+STRATA_INLINE __m256i half_line(const uint8_t* line, int h) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(line + 32 * h));
+}
+
+// Bits [from, from + width) of each byte of v at [to, to + width), the rest
+// cleared (`mask` = the moved bits at their new place). A 16-bit shift keeps
+// each byte's own bits there while both ranges lie inside a byte. (`from` and
+// `to` are constants once the caller's loops are unrolled.)
+STRATA_INLINE __m256i move_bits(__m256i v, int from, int to, char mask) {
+  const __m256i s = from <= to ? _mm256_slli_epi16(v, to - from) : _mm256_srli_epi16(v, from - to);
+  return _mm256_and_si256(s, _mm256_set1_epi8(mask));
+}
+
+// The IQ4_NL levels (signed) of 4-bit codes.
+STRATA_INLINE __m256i iq4_levels(__m256i nibbles) {
+  const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Values));
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(levels), nibbles);
+}
+
+// Types whose codes are signed bytes here (|w| against x with w's sign).
+template <DType D>
+constexpr bool kSignedCodes = D == DType::kQ8_0 || D == DType::kIQ4_NL || D == DType::kIQ4_XS;
+
+// vpmaddubsw results added as int16 before one vpmaddwd (see the top).
+template <DType D>
+constexpr int kInt16Terms = D == DType::kQ4_0 || D == DType::kQ4_K   ? 8
+                            : D == DType::kQ5_0 || D == DType::kQ5_K ? 4
+                            : D == DType::kQ6_K                      ? 2
+                                                                     : 1;
+
+// A 32-value panel block (a Q4_K / Q5_K / Q6_K sub-block alike) has 8
+// operands s = 0..7, each 4 k values of every row. Operand s reads line
+// block_line<D>(s)'s low or high nibbles (Q8_0: the whole line) and meets x
+// bytes [block_x_offset<D>(s), + 4) of the block. Q6_K takes the low
+// nibbles (values 0-15, scale of its first 16-value sub-block) first, then the
+// high ones, so that each int16 pair of terms shares a scale.
+template <DType D>
+constexpr int block_line(int s) {
+  return D == DType::kQ8_0 ? s : D == DType::kQ6_K ? s % 4 : s / 2;
+}
+template <DType D>
+constexpr bool block_high_nibbles(int s) {
+  return D == DType::kQ6_K ? s >= 4 : s % 2 == 1;
+}
+template <DType D>
+constexpr int block_x_offset(int s) {
+  return D == DType::kQ8_0 ? 4 * s : 16 * block_high_nibbles<D>(s) + 4 * block_line<D>(s);
+}
+
+// Operand s of the block at `codes`, rows of half h: unsigned codes u (Q4_0,
+// Q5_0, the K-quants), or signed codes w (Q8_0: u - 128; IQ4: the level).
+template <DType D>
+STRATA_INLINE __m256i block_operand(const uint8_t* codes, int s, int h) {
+  if constexpr (D == DType::kQ8_0) {
+    return _mm256_xor_si256(half_line(codes + 64 * s, h),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
+  } else {
+    const int line = block_line<D>(s);
+    const bool high = block_high_nibbles<D>(s);
+    const __m256i bytes = half_line(codes + 64 * line, h);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i u =
+        high ? _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4) : _mm256_and_si256(bytes, m4);
+    if constexpr (D == DType::kQ5_0 || D == DType::kQ5_K) {
+      // The fifth-bit line: bit 2 line (+ 1 for the high nibbles) to bit 4.
+      u = _mm256_or_si256(u, move_bits(half_line(codes + 4 * 64, h), 2 * line + high, 4, 0x10));
+    } else if constexpr (D == DType::kQ6_K) {
+      // Top-bit line 4 (low nibbles) or 5 (high): bits 2 line, 2 line + 1 to 4, 5.
+      u = _mm256_or_si256(u, move_bits(half_line(codes + (4 + high) * 64, h), 2 * line, 4, 0x30));
+    } else if constexpr (D == DType::kIQ4_NL || D == DType::kIQ4_XS) {
+      u = iq4_levels(u);
+    }
+    return u;
+  }
+}
+
+// x pointers of MR rows (each at the block's first byte).
+template <int MR>
+using XRows = const int8_t* [MR];
+
+// Adds the products of a 32-value block (codes at `codes`, halves h0 ..
+// h0 + NH - 1) with MR x rows into sum[i][h], as int32 lanes of vpmaddwd
+// with mul[c][h] (c = 0; Q6_K: c = 0 for the low nibbles, 1 for the high).
+template <DType D, int MR, int NH>
+STRATA_INLINE void add_block_products(const uint8_t* codes, const XRows<MR>& xb, int h0,
+                                      const __m256i (&mul)[2][NH], __m256i (&sum)[MR][NH]) {
+  constexpr int kTerms = kInt16Terms<D>;
+  __m256i part[MR][NH];
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    __m256i w[NH], wabs[NH];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      w[h] = block_operand<D>(codes, s, h0 + h);
+      if constexpr (kSignedCodes<D>) wabs[h] = _mm256_abs_epi8(w[h]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256i x = broadcast_x4(xb[i] + block_x_offset<D>(s));
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        const __m256i p = kSignedCodes<D> ? _mm256_maddubs_epi16(wabs[h], _mm256_sign_epi8(x, w[h]))
+                                          : _mm256_maddubs_epi16(w[h], x);
+        part[i][h] = s % kTerms == 0 ? p : _mm256_add_epi16(part[i][h], p);
+        if (s % kTerms == kTerms - 1) {
+          const int c = D == DType::kQ6_K ? s / 4 : 0;
+          sum[i][h] = _mm256_add_epi32(sum[i][h], _mm256_madd_epi16(part[i][h], mul[c][h]));
+        }
+      }
+    }
+  }
+}
+
+// The int32 seed of a 32-value block's sum, -z Σq for the code offset z
+// (w = u - z), from corr = -128 Σq; 0 for the signed codes.
+template <DType D>
+STRATA_INLINE int32_t block_seed(int32_t corr) {
+  if constexpr (D == DType::kQ4_0) return corr / 16;  // -8 Σq
+  if constexpr (D == DType::kQ5_0) return corr / 8;   // -16 Σq
+  return 0;
+}
+
+// The f16 scales of rows 8 h .. 8 h + 7 at `scales` (16 f16 per panel).
+STRATA_INLINE __m256 half_scales(const uint8_t* scales, int h) {
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + 16 * h)));
+}
+
+// Sub-block scales of rows 8 h .. 8 h + 7 (one byte each at `bytes` + 8 h)
+// as int32 lanes: `both` with the scale in both 16-bit words (vpmaddwd of a
+// row's int16 pair), `low` with it in the low word and 0 above (vpmaddwd
+// against a broadcast int32 whose value fits an int16).
+template <bool kSigned>
+STRATA_INLINE __m256i scale_lanes(const uint8_t* bytes, int h) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes + 8 * h));
+  return kSigned ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+}
+STRATA_INLINE __m256i in_both_words(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
+}
+STRATA_INLINE __m256i in_low_word(__m256i v) {
+  return _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
+}
+
+// ---- the 32-value types: Q8_0, Q4_0, Q5_0, IQ4_NL ----
+
+template <DType D, int MR, int NH>
+STRATA_INLINE void block32(const MatmulArgs& a, const uint8_t* codes, const uint8_t* scales,
+                           int64_t i0, int64_t b, int h0, __m256 (&acc)[MR][NH]) {
+  const int64_t blocks = a.k / 32;
+  if (h0 == 0) {
+    for (int line = 0; line < panel_block_codes(D) / 64; ++line) prefetch_panel(codes + 64 * line);
+  }
+  XRows<MR> xb;
+  __m256i sum[MR][NH];
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i mul[2][NH];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    xb[i] = a.x_q8s + (i0 + i) * a.k + b * 32;
+    const __m256i seed = _mm256_set1_epi32(block_seed<D>(a.x_q8_corr[(i0 + i) * blocks + b]));
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) sum[i][h] = seed;
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) mul[0][h] = mul[1][h] = ones;
+  add_block_products<D, MR, NH>(codes, xb, h0, mul, sum);
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const __m256 dw = half_scales(scales, h0 + h);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      acc[i][h] = _mm256_fmadd_ps(
+          _mm256_cvtepi32_ps(sum[i][h]),
+          _mm256_mul_ps(dw, _mm256_set1_ps(a.x_q8_d[(i0 + i) * blocks + b])), acc[i][h]);
+    }
+  }
+}
+
+// ---- IQ4_XS: sub-block s of super-block g is an IQ4_NL block (x block
+// 8 g + s) whose sum is scaled by the row's scale - 32 (in vpmaddwd), then
+// the same f32 step with the super-block's d ----
+
+template <int MR, int NH>
+STRATA_INLINE void iq4_xs_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
+                                int h0, __m256 (&acc)[MR][NH]) {
+  const int64_t blocks = a.k / 32;
+  if (h0 == 0) {
+    for (int64_t line = 0; line < kIq4XsPanelGroupBytes; line += 64) prefetch_panel(group + line);
+  }
+#pragma GCC unroll 1
+  for (int s = 0; s < 8; ++s) {
+    const int64_t b = 8 * g + s;
+    XRows<MR> xb;
+    __m256i sum[MR][NH], mul[2][NH];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      mul[0][h] = mul[1][h] =
+          in_both_words(scale_lanes<true>(group + kIq4XsPanelScales + s * kPanelRows, h0 + h));
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      xb[i] = a.x_q8s + (i0 + i) * a.k + b * 32;
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) sum[i][h] = _mm256_setzero_si256();
+    }
+    add_block_products<DType::kIQ4_XS, MR, NH>(group + kIq4XsPanelCodes + s * 256, xb, h0, mul,
+                                               sum);
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      const __m256 dw = half_scales(group, h0 + h);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        acc[i][h] = _mm256_fmadd_ps(
+            _mm256_cvtepi32_ps(sum[i][h]),
+            _mm256_mul_ps(dw, _mm256_set1_ps(a.x_q8_d[(i0 + i) * blocks + b])), acc[i][h]);
+      }
+    }
+  }
+}
+
+// ---- the K-quants: x per 256 values (x_to_q8_groups), one int32 sum per
+// super-block ----
+
+// acc += float(isum) * d_w * d_x, then (kMins) acc += float(imin) * dmin_w *
+// d_x, with d_w, dmin_w the rows' f16 at group, group + 32: the AVX-512
+// kernel's order.
+template <bool kMins, int MR, int NH>
+STRATA_INLINE void k_group_finish(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
+                                  int h0, const __m256i (&isum)[MR][NH],
+                                  const __m256i (&imin)[MR][NH], __m256 (&acc)[MR][NH]) {
+  const int64_t kp = a.k_pad256;
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const __m256 d = half_scales(group, h0 + h);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256 dx = _mm256_set1_ps(a.x_q8_scale[(i0 + i) * (kp / 4) + g * 64]);
+      acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][h]), _mm256_mul_ps(d, dx), acc[i][h]);
+      if constexpr (kMins) {
+        const __m256 dmin = half_scales(group + 32, h0 + h);
+        acc[i][h] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[i][h]), _mm256_mul_ps(dmin, dx), acc[i][h]);
+      }
+    }
+  }
+}
+
+// Q4_K / Q5_K / Q6_K: sub-block p of super-block g as a 32-value block,
+// scaled in vpmaddwd; Q4_K / Q5_K's min term Σ_p min_p (-Σq over p) after the
+// super-block, Q6_K's -32 Σq per 16 values as a seed.
+template <DType D, int MR, int NH>
+STRATA_INLINE void k32_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g,
+                             int h0, __m256 (&acc)[MR][NH]) {
+  constexpr bool kQ6 = D == DType::kQ6_K;
+  constexpr int64_t kCodes = panel_block_codes(D);
+  const int64_t kp = a.k_pad256;
+  if (h0 == 0) {
+    for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
+  }
+  __m256i isum[MR][NH], imin[MR][NH];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) isum[i][h] = _mm256_setzero_si256();
+  }
+#pragma GCC unroll 1
+  for (int p = 0; p < 8; ++p) {
+    XRows<MR> xb;
+    __m256i mul[2][NH];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      if constexpr (kQ6) {
+        const uint8_t* sc = group + kQ6KPanelScales + 2 * p * kPanelRows;
+        const __m256i s0 = scale_lanes<true>(sc, h0 + h);
+        const __m256i s1 = scale_lanes<true>(sc + kPanelRows, h0 + h);
+        mul[0][h] = in_both_words(s0);
+        mul[1][h] = in_both_words(s1);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          // -32 Σq of each 16 values times its scale: nsum (|.| < 2^12) in
+          // a word, 32 scale in the other.
+          const int32_t* nsum = a.x_q8_nsum16 + (i0 + i) * (kp / 16) + g * 16 + 2 * p;
+          const __m256i n2 = _mm256_set1_epi32(static_cast<int32_t>(
+              (static_cast<uint32_t>(nsum[0]) & 0xFFFFu) | (static_cast<uint32_t>(nsum[1]) << 16)));
+          const __m256i s32 =
+              _mm256_or_si256(in_low_word(_mm256_slli_epi32(s0, 5)), _mm256_slli_epi32(s1, 21));
+          isum[i][h] = _mm256_add_epi32(isum[i][h], _mm256_madd_epi16(n2, s32));
+        }
+      } else {
+        mul[0][h] = mul[1][h] =
+            in_both_words(scale_lanes<false>(group + kK45PanelScales + p * kPanelRows, h0 + h));
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) xb[i] = a.x_q8s + (i0 + i) * kp + g * 256 + 32 * p;
+    add_block_products<D, MR, NH>(group + kK45PanelCodes + p * kCodes, xb, h0, mul, isum);
+  }
+  if constexpr (!kQ6) {
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const int32_t* nsum = a.x_q8_nsum16 + (i0 + i) * (kp / 16) + g * 16;
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        __m256i m = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) {
+          const __m256i mn = scale_lanes<false>(group + kK45PanelMins + p * kPanelRows, h0 + h);
+          m = _mm256_add_epi32(
+              m, _mm256_madd_epi16(mn, _mm256_set1_epi32(nsum[2 * p] + nsum[2 * p + 1])));
+        }
+        imin[i][h] = m;
+      }
+    }
+  }
+  k_group_finish<!kQ6, MR, NH>(a, group, i0, g, h0, isum, imin, acc);
+}
+
+// Q2_K / Q3_K: sub-block j (x positions [16 j, 16 j + 16) in
+// lowbit_x_chunk_slot() order) is codes line j: plane e = bits 2 e, 2 e + 1
+// of each byte, against x bytes 16 j + 4 e (Q3_K: its third bit from high-bit
+// line j / 2, bit 4 (j % 2) + e, at bit 2). Its int16 sum Σ u q times the
+// row's scale into the super-block sum; Q3_K's -4 Σq and Q2_K's min term
+// per sub-block alike.
+template <DType D, int MR, int NH>
+STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0, int64_t g, int h0,
+                           __m256 (&acc)[MR][NH]) {
+  constexpr bool kQ2 = D == DType::kQ2_K;
+  const int64_t kp = a.k_pad256;
+  if (h0 == 0) {
+    for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
+  }
+  __m256i isum[MR][NH], imin[MR][NH];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) isum[i][h] = imin[i][h] = _mm256_setzero_si256();
+  }
+#pragma GCC unroll 1
+  for (int j = 0; j < 16; ++j) {
+    __m256i u[NH][4], sc[NH], lo[NH];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      const __m256i line = half_line(group + kKPanelCodes + j * 64, h0 + h);
+#pragma GCC unroll 4
+      for (int e = 0; e < 4; ++e) u[h][e] = move_bits(line, 2 * e, 0, 3);
+      if constexpr (!kQ2) {
+        const __m256i high = half_line(group + kKPanelHighBits + j / 2 * 64, h0 + h);
+#pragma GCC unroll 4
+        for (int e = 0; e < 4; ++e) {
+          u[h][e] = _mm256_or_si256(u[h][e], move_bits(high, 4 * (j % 2) + e, 2, 4));
+        }
+      }
+      const __m256i bytes = kQ2 ? scale_lanes<false>(group + kKPanelScales + j * kPanelRows, h0 + h)
+                                : scale_lanes<true>(group + kKPanelScales + j * kPanelRows, h0 + h);
+      sc[h] = in_both_words(kQ2 ? _mm256_and_si256(bytes, _mm256_set1_epi32(15)) : bytes);
+      lo[h] = kQ2 ? _mm256_srli_epi32(bytes, 4) : in_low_word(bytes);  // Q2_K: the min
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const int8_t* xb = a.x_q8s + (i0 + i) * kp + g * 256 + 16 * j;
+      const int32_t nsum = a.x_q8_nsum16[(i0 + i) * (kp / 16) + g * 16 + j];  // -Σq
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        __m256i part = _mm256_maddubs_epi16(u[h][0], broadcast_x4(xb));
+#pragma GCC unroll 3
+        for (int e = 1; e < 4; ++e) {
+          part = _mm256_add_epi16(part, _mm256_maddubs_epi16(u[h][e], broadcast_x4(xb + 4 * e)));
+        }
+        isum[i][h] = _mm256_add_epi32(isum[i][h], _mm256_madd_epi16(part, sc[h]));
+        if constexpr (kQ2) {
+          imin[i][h] =
+              _mm256_add_epi32(imin[i][h], _mm256_madd_epi16(lo[h], _mm256_set1_epi32(nsum)));
+        } else {  // -4 Σq times the scale
+          isum[i][h] =
+              _mm256_add_epi32(isum[i][h], _mm256_madd_epi16(lo[h], _mm256_set1_epi32(4 * nsum)));
+        }
+      }
+    }
+  }
+  k_group_finish<kQ2, MR, NH>(a, group, i0, g, h0, isum, imin, acc);
+}
+
+// The panel of weight rows [j0, j0 + 16), halves h0 .. h0 + NH - 1, against
+// x rows [i0, i0 + MR).
+template <DType D, int MR, int NH>
+void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j0, int h0) {
+  constexpr int64_t kCodes = panel_block_codes(D);
+  __m256 acc[MR][NH];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) acc[i][h] = _mm256_setzero_ps();
+  }
+  if constexpr (D == DType::kQ2_K || D == DType::kQ3_K) {
+    for (int64_t g = 0; g < a.k / 256; ++g) {
+      k_group<D, MR, NH>(a, panel + g * k_panel_group_bytes(D), i0, g, h0, acc);
+    }
+  } else if constexpr (panels_read_x_groups(D)) {  // Q4_K, Q5_K, Q6_K
+    for (int64_t g = 0; g < a.k / 256; ++g) {
+      k32_group<D, MR, NH>(a, panel + g * k_panel_group_bytes(D), i0, g, h0, acc);
+    }
+  } else if constexpr (D == DType::kIQ4_XS) {
+    for (int64_t g = 0; g < a.k / 256; ++g) {
+      iq4_xs_group<MR, NH>(a, panel + g * kIq4XsPanelGroupBytes, i0, g, h0, acc);
+    }
+  } else {
+    const int64_t blocks = a.k / 32;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* codes = panel + panel_codes_offset(D, b);
+      const uint8_t* scales = panel + panel_scales_offset(D, blocks, b);
+      block32<D, MR, NH>(a, codes, scales, i0, b, h0, acc);
+    }
+    (void)kCodes;
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const int64_t j = j0 + 8 * (h0 + h);
+    const int64_t valid = a.n - j;
+    if (valid <= 0) continue;
+    const __m256i mask =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(min64(valid, 8))),
+                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 bias =
+        a.bias != nullptr ? _mm256_maskload_ps(a.bias + j, mask) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256 y = a.bias != nullptr ? _mm256_add_ps(acc[i][h], bias) : acc[i][h];
+      _mm256_maskstore_ps(a.y + (i0 + i) * a.n + j, mask, y);
+    }
+  }
+}
+
+// MR rows of x against one panel: both halves at once for MR <= 2, else one
+// half per pass (the second skipped where the panel has no rows there).
+template <DType D, int MR>
+STRATA_INLINE void panel_chunk_of(const MatmulArgs& a, const uint8_t* panel, int64_t i0,
+                                  int64_t j0) {
+  if constexpr (MR <= 2) {
+    panel_tile<D, MR, 2>(a, panel, i0, j0, 0);
+  } else {
+    panel_tile<D, MR, 1>(a, panel, i0, j0, 0);
+    if (j0 + 8 < a.n) panel_tile<D, MR, 1>(a, panel, i0, j0, 1);
+  }
+}
+
+template <DType D>
+void panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  const int64_t p_bytes = panel_bytes(D, a.k);
+  for (int64_t j0 = n_begin; j0 < n_end; j0 += kPanelRows) {
+    const uint8_t* panel = a.w_panels + j0 / kPanelRows * p_bytes;
+    int64_t i0 = 0;
+    for (; i0 + 4 <= a.m; i0 += 4) panel_chunk_of<D, 4>(a, panel, i0, j0);
+    switch (a.m - i0) {
+      case 3:
+        panel_chunk_of<D, 3>(a, panel, i0, j0);
+        break;
+      case 2:
+        panel_chunk_of<D, 2>(a, panel, i0, j0);
+        break;
+      case 1:
+        panel_chunk_of<D, 1>(a, panel, i0, j0);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// The 32 values at x quantized with scale d: round-to-nearest-even(x * (1 /
+// d)), saturated to int8, in order (avx2_quant.cc's arithmetic).
+STRATA_INLINE __m256i quantize32(const float* x, float d) {
+  const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  __m256i i32[4];
+  for (int s = 0; s < 4; ++s) {
+    i32[s] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * s), id));
+  }
+  const __m256i p8 =
+      _mm256_packs_epi16(_mm256_packs_epi32(i32[0], i32[1]), _mm256_packs_epi32(i32[2], i32[3]));
+  return _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+STRATA_INLINE float abs_max32(const float* x) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 m = _mm256_setzero_ps();
+  for (int v = 0; v < 32; v += 8)
+    m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + v), abs_mask));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+}  // namespace
+
+void avx2_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  switch (a.w_dtype) {
+    case DType::kQ8_0:
+      return panels_range<DType::kQ8_0>(a, n_begin, n_end);
+    case DType::kQ4_0:
+      return panels_range<DType::kQ4_0>(a, n_begin, n_end);
+    case DType::kIQ4_NL:
+      return panels_range<DType::kIQ4_NL>(a, n_begin, n_end);
+    case DType::kQ5_0:
+      return panels_range<DType::kQ5_0>(a, n_begin, n_end);
+    case DType::kIQ4_XS:
+      return panels_range<DType::kIQ4_XS>(a, n_begin, n_end);
+    case DType::kQ2_K:
+      return panels_range<DType::kQ2_K>(a, n_begin, n_end);
+    case DType::kQ3_K:
+      return panels_range<DType::kQ3_K>(a, n_begin, n_end);
+    case DType::kQ4_K:
+      return panels_range<DType::kQ4_K>(a, n_begin, n_end);
+    case DType::kQ5_K:
+      return panels_range<DType::kQ5_K>(a, n_begin, n_end);
+    case DType::kQ6_K:
+      return panels_range<DType::kQ6_K>(a, n_begin, n_end);
+    default:
+      __builtin_trap();  // has_panel_layout() types only
+  }
+}
+
+void avx2_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
+                         int32_t* corr) {
+  const int64_t blocks = k / 32;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + r * k + b * 32;
+      const float db = abs_max32(xb) / 127.0f;
+      const __m256i qv = quantize32(xb, db);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + r * k + b * 32), qv);
+      // Σq: vpmaddubsw of ones with q gives pairs, vpmaddwd sums them.
+      const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), qv);
+      const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+      __m128i s = _mm_add_epi32(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1));
+      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+      d[r * blocks + b] = db;
+      corr[r * blocks + b] = -128 * _mm_cvtsi128_si32(s);
+    }
+  }
+}
+
+}  // namespace strata::ops::cpu
