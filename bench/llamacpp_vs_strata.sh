@@ -77,11 +77,13 @@ fi
 PY="${STRATA_REF_PYTHON:-/usr/bin/python3}"
 if [[ -n "$CPU" ]]; then
   case "$CPU" in
-    avx2) LLAMA_VARIANT=haswell ;;
-    avx512_vnni) LLAMA_VARIANT=icelake; export ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI ;;
-    *) echo "--cpu: avx2 or avx512_vnni" >&2; exit 2 ;;
+    avx2) LLAMA_VARIANT=haswell; STRATA_TABLE=avx2 ;;
+    avx2_vnni) LLAMA_VARIANT=alderlake; STRATA_TABLE=avx2_vnni ;;
+    avx512) LLAMA_VARIANT=skylakex; STRATA_TABLE=avx2 ;;
+    avx512_vnni) LLAMA_VARIANT=icelake; STRATA_TABLE=avx512_vnni; export ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI ;;
+    *) echo "--cpu: avx2, avx2_vnni, avx512 or avx512_vnni" >&2; exit 2 ;;
   esac
-  export STRATA_CPU="$CPU"
+  export STRATA_CPU="$STRATA_TABLE"
   bins="$ROOT/tools/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
   "$ROOT/tools/llamacpp/llama_run.sh" 2>/dev/null || true  # installs and builds llama_run if needed
   export STRATA_LLAMA_BACKEND_DIR="$WORK/llama-backends-$CPU"
@@ -222,5 +224,5 @@ for shape, t in order:
         print(f"{engine:10s} {shape:13s} {t:7s} {fmt([a for a, _, _ in v]):>28s} "
               f"{fmt([b for _, b, _ in v]):>28s} {statistics.median([c for _, _, c in v]):20.2f}")
 PYEOF
-[[ -z "$CPU" ]] || echo "# both engines on their $CPU code (STRATA_CPU=$CPU; llama.cpp's ggml-cpu-$LLAMA_VARIANT only)"
+[[ -z "$CPU" ]] || echo "# --cpu $CPU: Strata with STRATA_CPU=$STRATA_TABLE, llama.cpp with only its ggml-cpu-$LLAMA_VARIANT"
 sed 's/^/# /' "$WORK/machine.txt"

@@ -34,6 +34,7 @@ CpuFeatures detect() {
   f.avx512_vnni = zmm && (c & bit_AVX512VNNI);
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
     f.avx512_bf16 = zmm && (a & bit_AVX512BF16);
+    f.avx_vnni = a & (1u << 4);  // CPUID.(7,1):EAX[4]
   }
   return f;
 }
@@ -55,6 +56,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512vl, "avx512vl");
   add(avx512_vnni, "avx512_vnni");
   add(avx512_bf16, "avx512_bf16");
+  add(avx_vnni, "avx_vnni");
   return s.empty() ? "generic" : s;
 }
 
@@ -64,6 +66,10 @@ const CpuFeatures& cpu_features() {
     if (env != nullptr && std::strcmp(env, "generic") == 0) return CpuFeatures{};
     CpuFeatures f = detect();
     if (env != nullptr && std::strcmp(env, "avx2") == 0) {  // the AVX2 table on any AVX2 CPU
+      f.avx512f = f.avx512bw = f.avx512vl = f.avx512_vnni = f.avx512_bf16 = false;
+      f.avx_vnni = false;
+    }
+    if (env != nullptr && std::strcmp(env, "avx2_vnni") == 0) {  // as on Alder Lake
       f.avx512f = f.avx512bw = f.avx512vl = f.avx512_vnni = f.avx512_bf16 = false;
     }
     if (env != nullptr && std::strcmp(env, "avx512_vnni") == 0) {  // as on Cascade / Ice Lake

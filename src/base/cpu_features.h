@@ -3,8 +3,9 @@
 // one binary runs on any x86-64 and uses AVX-512 where it exists.
 //
 // STRATA_CPU=generic forces the portable path (tests use it to cover both);
-// STRATA_CPU=avx2 hides AVX-512, STRATA_CPU=avx512_vnni hides AVX512-BF16
-// (the kernel tables of CPUs without them, run on this one).
+// STRATA_CPU=avx2 hides AVX-512 and AVX-VNNI, STRATA_CPU=avx2_vnni hides
+// AVX-512, STRATA_CPU=avx512_vnni hides AVX512-BF16 (the kernel tables of CPUs
+// without them, run on this one).
 #pragma once
 
 #include <string>
@@ -20,6 +21,7 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512_vnni = false;
   bool avx512_bf16 = false;
+  bool avx_vnni = false;  // VEX-encoded vpdpbusd on xmm / ymm (Alder Lake, Zen 5)
 
   // AVX-512 F/BW/VL: the level our wide kernels need.
   bool has_avx512() const { return avx512f && avx512bw && avx512vl; }

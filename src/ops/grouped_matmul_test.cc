@@ -226,7 +226,8 @@ TEST(GroupedMatmulDeathTest, RejectsEmptyMatmuls) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tables, GroupedMatmulTest,
-                         ::testing::Values("generic", "avx2", "avx512", "avx512_vnni"));
+                         ::testing::Values("generic", "avx2", "avx2_vnni", "avx512",
+                                           "avx512_vnni"));
 
 }  // namespace
 }  // namespace strata::ops

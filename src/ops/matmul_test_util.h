@@ -85,9 +85,9 @@ inline double normalized_error(const float* x, int64_t m, const tensor::TensorVi
   return worst;
 }
 
-// Tests parameterized by kernel table ("generic", "avx2", "avx512",
-// "avx512_vnni"); the others skip on CPUs without AVX2+FMA+F16C / AVX-512
-// BF16 / AVX-512 VNNI.
+// Tests parameterized by kernel table ("generic", "avx2", "avx2_vnni",
+// "avx512", "avx512_vnni"); the others skip on CPUs without AVX2+FMA+F16C /
+// AVX-VNNI / AVX-512 BF16 / AVX-512 VNNI.
 class KernelTableTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -96,6 +96,9 @@ class KernelTableTest : public ::testing::TestWithParam<std::string> {
     } else if (GetParam() == "avx2") {
       if (!cpu::avx2_supported()) GTEST_SKIP() << "CPU lacks AVX2+FMA+F16C";
       table_ = &cpu::avx2_kernels();
+    } else if (GetParam() == "avx2_vnni") {
+      if (!cpu::avx2_vnni_supported()) GTEST_SKIP() << "CPU lacks AVX2 with AVX-VNNI";
+      table_ = &cpu::avx2_vnni_kernels();
     } else if (GetParam() == "avx512_vnni") {
       if (!cpu::avx512_vnni_supported()) GTEST_SKIP() << "CPU lacks AVX-512 VNNI";
       table_ = cpu::avx512_vnni_kernels();

@@ -548,16 +548,15 @@ TEST(DispatchTest, Avx512VnniTableComputesTheBf16TablesBits) {
   }
 }
 
-// The AVX2 panel kernel (vpmaddubsw + vpmaddwd) builds the same exact int32
-// block and super-block sums as the AVX512-VNNI one (vpdpbusd) and scales
-// them with the same f32 operations in the same order, so every output has
-// the same bits: every panel type, x-row counts that take each tile shape
-// (1-4 rows, both halves or one per pass) and prefill sizes, a last panel
-// with rows in one half and in both, bias, a lone last block, Q8_0 codes of
-// -128, zero and large x.
-// Sets every code of the GGUF blocks of a panel dtype to its largest
-// magnitude (and the K-quants' sub-block scales and mins to their largest),
-// leaving the f16 factors: the int16 sums of the AVX2 kernel at their bound.
+// The AVX2 panel kernels (vpmaddubsw + vpmaddwd; with AVX-VNNI, vpdpbusd on
+// ymm) build the same exact int32 block and super-block sums as the
+// AVX512-VNNI one (vpdpbusd) and scale them with the same f32 operations in
+// the same order, so every output has the same bits: every panel type, x-row counts that take each
+// tile shape (1-4 rows, both halves or one per pass) and prefill sizes, a last panel with rows in
+// one half and in both, bias, a lone last block, Q8_0 codes of -128, zero and large x. Sets every
+// code of the GGUF blocks of a panel dtype to its largest magnitude (and the K-quants' sub-block
+// scales and mins to their largest), leaving the f16 factors: the int16 sums of the AVX2 kernel at
+// their bound.
 void set_extreme_codes(DType dtype, std::vector<uint8_t>& bytes) {
   struct Range {
     size_t block, begin, end;
@@ -583,11 +582,21 @@ void set_extreme_codes(DType dtype, std::vector<uint8_t>& bytes) {
   }
 }
 
+void check_avx2_panel_bits(const cpu::KernelTable& avx2);
+
 TEST(DispatchTest, Avx2PanelKernelComputesTheAvx512PanelKernelsBits) {
   if (!cpu::avx2_supported() || !cpu::avx512_vnni_supported()) {
     GTEST_SKIP() << "needs AVX2 and AVX-512 VNNI";
   }
-  const cpu::KernelTable& avx2 = cpu::avx2_kernels();
+  std::vector<const cpu::KernelTable*> avx2_tables = {&cpu::avx2_kernels()};
+  if (cpu::avx2_vnni_supported()) avx2_tables.push_back(&cpu::avx2_vnni_kernels());
+  for (const cpu::KernelTable* table : avx2_tables) {
+    SCOPED_TRACE(table->name);
+    check_avx2_panel_bits(*table);
+  }
+}
+
+void check_avx2_panel_bits(const cpu::KernelTable& avx2) {
   const cpu::KernelTable& vnni = *cpu::avx512_vnni_kernels();
   ThreadPool pool(2);
   for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS,
@@ -640,7 +649,7 @@ TEST(DispatchTest, Avx2PanelKernelComputesTheAvx512PanelKernelsBits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tables, KernelTest,
-                         ::testing::Values("generic", "avx2", "avx512", "avx512_vnni"),
+                         ::testing::Values("generic", "avx2", "avx2_vnni", "avx512", "avx512_vnni"),
                          [](const auto& info) { return info.param; });
 
 // Pins the reference to HF rotate-half semantics with hand-computed values.
@@ -662,6 +671,8 @@ TEST(DispatchTest, BackendNameMatchesCpu) {
     EXPECT_EQ(name.rfind("avx512_bf16", 0), 0u) << name;
   } else if (cpu::avx512_vnni_supported()) {
     EXPECT_EQ(name.rfind("avx512_vnni", 0), 0u) << name;
+  } else if (cpu::avx2_vnni_supported()) {
+    EXPECT_EQ(name, "avx2_vnni");
   } else if (cpu::avx2_supported()) {
     EXPECT_EQ(name, "avx2");
   } else {

@@ -152,8 +152,8 @@ TEST_P(QuantMatmulTest, Int8PrefillRowsEqualDecodeRows) {
       }
     }
   }
-  if (GetParam() == "avx2") {
-    // The AVX2 table runs its int8 kernels for every low-bit type at every m.
+  if (GetParam() == "avx2" || GetParam() == "avx2_vnni") {
+    // The AVX2 tables run their int8 kernels for every low-bit type at every m.
     EXPECT_EQ(covered, static_cast<int>(std::size(kLowBitQuantTypes)));
     EXPECT_TRUE(cpu::uses_lowbit_kernel(*table_, DType::kQ3_K, 1));
     EXPECT_TRUE(cpu::uses_lowbit_kernel(*table_, DType::kQ6_K, 512));
@@ -302,7 +302,7 @@ TEST(QuantMatmulVsLlamaCpp, PrefillOnLlamaCppBlocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tables, QuantMatmulTest,
-                         ::testing::Values("generic", "avx2", "avx512", "avx512_vnni"),
+                         ::testing::Values("generic", "avx2", "avx2_vnni", "avx512", "avx512_vnni"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

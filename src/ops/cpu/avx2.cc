@@ -666,4 +666,14 @@ const KernelTable& avx2_kernels() {
   return table;
 }
 
+const KernelTable& avx2_vnni_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t = make_avx2_table();
+    t.name = "avx2_vnni";
+    t.matmul_panels_range = avx2_vnni_matmul_panels_range;
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace strata::ops::cpu

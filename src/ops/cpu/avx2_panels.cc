@@ -25,6 +25,12 @@
 // Tiles are MR x rows by one half (MR = 3, 4: two passes over the panel) or by
 // both halves (MR = 1, 2), so their int16 and int32 partial sums and f32
 // accumulators fit the 16 ymm registers.
+//
+// Built a second time with AVX-VNNI (avx2_vnni_panels.cc defines
+// STRATA_AVX2_VNNI; Alder Lake and later Intel cores without AVX-512): the
+// signed types' tiles of 3-4 x rows (kUseVnni) then sum with vpdpbusd on
+// their codes + 128 seeded with -128 Σq, as on AVX-512 (IQ4_XS's sub-block
+// sums scaled by vpmulld). The same integers, so the same bits.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -39,6 +45,12 @@ namespace strata::ops::cpu {
 namespace {
 
 using tensor::DType;
+
+#ifdef STRATA_AVX2_VNNI
+constexpr bool kVnni = true;
+#else
+constexpr bool kVnni = false;
+#endif
 
 // Each weight line is prefetched into L2 this far ahead in the panel stream,
 // as the AVX-512 panel kernel does.
@@ -67,15 +79,32 @@ STRATA_INLINE __m256i move_bits(__m256i v, int from, int to, char mask) {
   return _mm256_and_si256(s, _mm256_set1_epi8(mask));
 }
 
-// The IQ4_NL levels (signed) of 4-bit codes.
-STRATA_INLINE __m256i iq4_levels(__m256i nibbles) {
+// The IQ4_NL levels of 4-bit codes: signed, or + 128 as unsigned.
+STRATA_INLINE __m256i iq4_levels(__m256i nibbles, bool plus128) {
   const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Values));
-  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(levels), nibbles);
+  const __m256i table = _mm256_broadcastsi128_si256(levels);
+  return _mm256_shuffle_epi8(
+      plus128 ? _mm256_xor_si256(table, _mm256_set1_epi8(static_cast<char>(0x80))) : table,
+      nibbles);
 }
 
-// Types whose codes are signed bytes here (|w| against x with w's sign).
+// Types with signed codes (-128..127): |w| against x with w's sign
+// (vpmaddubsw), or w + 128 with a -128 Σq seed (vpdpbusd).
 template <DType D>
 constexpr bool kSignedCodes = D == DType::kQ8_0 || D == DType::kIQ4_NL || D == DType::kIQ4_XS;
+
+// The tiles of the VNNI build that sum with vpdpbusd: the signed types (the
+// unsigned codes keep vpmaddubsw, whose int16 sums need one vpmaddwd per
+// block; on Zen 5, vpdpbusd ran Q4_0 no faster and Q5_0, Q6_K, Q2_K 10-25%
+// slower) in tiles of 3-4 x rows (at m = 1, 2 it read the weights 20% slower
+// from DRAM on Zen 5, though faster from cache). BENCHMARKS.md, "AVX2 panels".
+template <DType D, int MR>
+constexpr bool kUseVnni = kVnni&& kSignedCodes<D>&& MR >= 3;
+
+// Types whose block (sub-block) sums are scaled by an integer per row.
+template <DType D>
+constexpr bool kScaledSums =
+    D == DType::kIQ4_XS || D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ6_K;
 
 // vpmaddubsw results added as int16 before one vpmaddwd (see the top).
 template <DType D>
@@ -104,12 +133,13 @@ constexpr int block_x_offset(int s) {
 }
 
 // Operand s of the block at `codes`, rows of half h: unsigned codes u (Q4_0,
-// Q5_0, the K-quants), or signed codes w (Q8_0: u - 128; IQ4: the level).
-template <DType D>
+// Q5_0, the K-quants; the signed types with kPlus128: w + 128), or signed
+// codes w (Q8_0: u - 128; IQ4: the level).
+template <DType D, bool kPlus128 = false>
 STRATA_INLINE __m256i block_operand(const uint8_t* codes, int s, int h) {
   if constexpr (D == DType::kQ8_0) {
-    return _mm256_xor_si256(half_line(codes + 64 * s, h),
-                            _mm256_set1_epi8(static_cast<char>(0x80)));
+    const __m256i u = half_line(codes + 64 * s, h);
+    return kPlus128 ? u : _mm256_xor_si256(u, _mm256_set1_epi8(static_cast<char>(0x80)));
   } else {
     const int line = block_line<D>(s);
     const bool high = block_high_nibbles<D>(s);
@@ -124,7 +154,7 @@ STRATA_INLINE __m256i block_operand(const uint8_t* codes, int s, int h) {
       // Top-bit line 4 (low nibbles) or 5 (high): bits 2 line, 2 line + 1 to 4, 5.
       u = _mm256_or_si256(u, move_bits(half_line(codes + (4 + high) * 64, h), 2 * line, 4, 0x30));
     } else if constexpr (D == DType::kIQ4_NL || D == DType::kIQ4_XS) {
-      u = iq4_levels(u);
+      u = iq4_levels(u, kPlus128);
     }
     return u;
   }
@@ -134,12 +164,73 @@ STRATA_INLINE __m256i block_operand(const uint8_t* codes, int s, int h) {
 template <int MR>
 using XRows = const int8_t* [MR];
 
+#ifdef STRATA_AVX2_VNNI
+// add_block_products with vpdpbusd: the unscaled types in two chains per
+// output (even and odd operands; integer sums, so the split changes no bit).
+template <DType D, int MR, int NH>
+STRATA_INLINE void add_block_products_vnni(const uint8_t* codes, const XRows<MR>& xb, int h0,
+                                           const __m256i (&mul)[2][NH], const int32_t (&seed)[MR],
+                                           __m256i (&sum)[MR][NH]) {
+  constexpr int kClass = D == DType::kQ6_K ? 4 : 8;  // operands per scale
+  __m256i part[MR][NH];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) part[i][h] = _mm256_setzero_si256();
+  }
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    __m256i w[NH];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) w[h] = block_operand<D, true>(codes, s, h0 + h);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256i x = broadcast_x4(xb[i] + block_x_offset<D>(s));
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) {
+        if constexpr (!kScaledSums<D>) {
+          if (s % 2 == 0) {
+            sum[i][h] = _mm256_dpbusd_avx_epi32(sum[i][h], w[h], x);
+          } else {
+            part[i][h] = _mm256_dpbusd_avx_epi32(part[i][h], w[h], x);
+          }
+        } else {
+          if (s % kClass == 0) part[i][h] = _mm256_set1_epi32(seed[i]);
+          part[i][h] = _mm256_dpbusd_avx_epi32(part[i][h], w[h], x);
+          if (s % kClass == kClass - 1) {
+            sum[i][h] =
+                _mm256_add_epi32(sum[i][h], _mm256_mullo_epi32(part[i][h], mul[s / kClass][h]));
+          }
+        }
+      }
+    }
+  }
+  if constexpr (!kScaledSums<D>) {
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h) sum[i][h] = _mm256_add_epi32(sum[i][h], part[i][h]);
+    }
+  }
+}
+#endif
+
 // Adds the products of a 32-value block (codes at `codes`, halves h0 ..
-// h0 + NH - 1) with MR x rows into sum[i][h], as int32 lanes of vpmaddwd
-// with mul[c][h] (c = 0; Q6_K: c = 0 for the low nibbles, 1 for the high).
+// h0 + NH - 1) with MR x rows into sum[i][h]: as int32 lanes of vpmaddwd
+// with mul[c][h] (scale_operand(); c = 0, Q6_K: 0 for the low nibbles, 1 for
+// the high), or with VNNI as vpdpbusd sums (kScaledSums types: per class c,
+// seeded with seed[i] (VNNI's IQ4_XS: -128 Σq), times mul[c][h]).
 template <DType D, int MR, int NH>
 STRATA_INLINE void add_block_products(const uint8_t* codes, const XRows<MR>& xb, int h0,
-                                      const __m256i (&mul)[2][NH], __m256i (&sum)[MR][NH]) {
+                                      const __m256i (&mul)[2][NH], const int32_t (&seed)[MR],
+                                      __m256i (&sum)[MR][NH]) {
+#ifdef STRATA_AVX2_VNNI
+  if constexpr (kUseVnni<D, MR>) {
+    add_block_products_vnni<D, MR, NH>(codes, xb, h0, mul, seed, sum);
+    return;
+  }
+#endif
+  (void)seed;
   constexpr int kTerms = kInt16Terms<D>;
   __m256i part[MR][NH];
 #pragma GCC unroll 8
@@ -169,11 +260,11 @@ STRATA_INLINE void add_block_products(const uint8_t* codes, const XRows<MR>& xb,
 
 // The int32 seed of a 32-value block's sum, -z Σq for the code offset z
 // (w = u - z), from corr = -128 Σq; 0 for the signed codes.
-template <DType D>
+template <DType D, int MR>
 STRATA_INLINE int32_t block_seed(int32_t corr) {
   if constexpr (D == DType::kQ4_0) return corr / 16;  // -8 Σq
   if constexpr (D == DType::kQ5_0) return corr / 8;   // -16 Σq
-  return 0;
+  return kUseVnni<D, MR> ? corr : 0;                  // Q8_0, IQ4_NL as w + 128
 }
 
 // The f16 scales of rows 8 h .. 8 h + 7 at `scales` (16 f16 per panel).
@@ -196,6 +287,12 @@ STRATA_INLINE __m256i in_both_words(__m256i v) {
 STRATA_INLINE __m256i in_low_word(__m256i v) {
   return _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
 }
+// Integer scales v (int32 lanes) as add_block_products' mul: in both words
+// for vpmaddwd, as they are for vpmulld (kUseVnni).
+template <DType D, int MR>
+STRATA_INLINE __m256i scale_operand(__m256i v) {
+  return kUseVnni<D, MR> ? v : in_both_words(v);
+}
 
 // ---- the 32-value types: Q8_0, Q4_0, Q5_0, IQ4_NL ----
 
@@ -213,13 +310,14 @@ STRATA_INLINE void block32(const MatmulArgs& a, const uint8_t* codes, const uint
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
     xb[i] = a.x_q8s + (i0 + i) * a.k + b * 32;
-    const __m256i seed = _mm256_set1_epi32(block_seed<D>(a.x_q8_corr[(i0 + i) * blocks + b]));
+    const __m256i seed = _mm256_set1_epi32(block_seed<D, MR>(a.x_q8_corr[(i0 + i) * blocks + b]));
 #pragma GCC unroll 2
     for (int h = 0; h < NH; ++h) sum[i][h] = seed;
   }
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h) mul[0][h] = mul[1][h] = ones;
-  add_block_products<D, MR, NH>(codes, xb, h0, mul, sum);
+  const int32_t no_seed[MR] = {};
+  add_block_products<D, MR, NH>(codes, xb, h0, mul, no_seed, sum);
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h) {
     const __m256 dw = half_scales(scales, h0 + h);
@@ -250,17 +348,19 @@ STRATA_INLINE void iq4_xs_group(const MatmulArgs& a, const uint8_t* group, int64
     __m256i sum[MR][NH], mul[2][NH];
 #pragma GCC unroll 2
     for (int h = 0; h < NH; ++h) {
-      mul[0][h] = mul[1][h] =
-          in_both_words(scale_lanes<true>(group + kIq4XsPanelScales + s * kPanelRows, h0 + h));
+      mul[0][h] = mul[1][h] = scale_operand<DType::kIQ4_XS, MR>(
+          scale_lanes<true>(group + kIq4XsPanelScales + s * kPanelRows, h0 + h));
     }
+    int32_t seed[MR];  // kUseVnni: the levels + 128 against x
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
+      seed[i] = kUseVnni<DType::kIQ4_XS, MR> ? a.x_q8_corr[(i0 + i) * blocks + b] : 0;
       xb[i] = a.x_q8s + (i0 + i) * a.k + b * 32;
 #pragma GCC unroll 2
       for (int h = 0; h < NH; ++h) sum[i][h] = _mm256_setzero_si256();
     }
     add_block_products<DType::kIQ4_XS, MR, NH>(group + kIq4XsPanelCodes + s * 256, xb, h0, mul,
-                                               sum);
+                                               seed, sum);
 #pragma GCC unroll 2
     for (int h = 0; h < NH; ++h) {
       const __m256 dw = half_scales(group, h0 + h);
@@ -349,7 +449,8 @@ STRATA_INLINE void k32_group(const MatmulArgs& a, const uint8_t* group, int64_t 
     }
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) xb[i] = a.x_q8s + (i0 + i) * kp + g * 256 + 32 * p;
-    add_block_products<D, MR, NH>(group + kK45PanelCodes + p * kCodes, xb, h0, mul, isum);
+    const int32_t no_seed[MR] = {};
+    add_block_products<D, MR, NH>(group + kK45PanelCodes + p * kCodes, xb, h0, mul, no_seed, isum);
   }
   if constexpr (!kQ6) {
 #pragma GCC unroll 4
@@ -548,7 +649,11 @@ STRATA_INLINE float abs_max32(const float* x) {
 
 }  // namespace
 
+#ifdef STRATA_AVX2_VNNI
+void avx2_vnni_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+#else
 void avx2_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+#endif
   switch (a.w_dtype) {
     case DType::kQ8_0:
       return panels_range<DType::kQ8_0>(a, n_begin, n_end);
@@ -575,6 +680,7 @@ void avx2_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_en
   }
 }
 
+#ifndef STRATA_AVX2_VNNI
 void avx2_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
                          int32_t* corr) {
   const int64_t blocks = k / 32;
@@ -595,5 +701,7 @@ void avx2_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, flo
     }
   }
 }
+
+#endif
 
 }  // namespace strata::ops::cpu

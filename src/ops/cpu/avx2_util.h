@@ -17,6 +17,9 @@ void avx2_matmul_lowbit_range(const MatmulArgs& a, int64_t n_begin, int64_t n_en
 void avx2_x_to_q8_groups(const float* x, int64_t rows, int64_t k, int64_t k_pad256,
                          tensor::DType w_dtype, const Q8GroupsOut& out);
 void avx2_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
+// The same kernel built with AVX-VNNI (avx2_vnni_panels.cc): call only where
+// cpu_features().avx_vnni.
+void avx2_vnni_matmul_panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end);
 void avx2_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, float* d,
                          int32_t* corr);
 

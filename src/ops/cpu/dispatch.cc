@@ -26,11 +26,14 @@ bool avx2_supported() {
   return f.avx2 && f.fma && f.f16c;
 }
 
+bool avx2_vnni_supported() { return avx2_supported() && cpu_features().avx_vnni; }
+
 // The widest table the CPU runs: AVX-512 with BF16, else AVX-512 with VNNI,
-// else AVX2, else portable.
+// else AVX2 with AVX-VNNI, else AVX2, else portable.
 const KernelTable& active_kernels() {
   static const KernelTable* table = avx512_supported()        ? avx512_kernels()
                                     : avx512_vnni_supported() ? avx512_vnni_kernels()
+                                    : avx2_vnni_supported()   ? &avx2_vnni_kernels()
                                     : avx2_supported()        ? &avx2_kernels()
                                                               : &generic_kernels();
   return *table;

@@ -271,6 +271,12 @@ const KernelTable& generic_kernels();
 // The AVX2 + FMA + F16C table (avx2.cc). Only call when avx2_supported().
 const KernelTable& avx2_kernels();
 bool avx2_supported();
+// The AVX2 table with its int8 panel kernel built with AVX-VNNI (vpdpbusd on
+// ymm: Alder Lake and later Intel cores without AVX-512; STRATA_CPU=avx2_vnni
+// forces it on an AVX-512 CPU that has AVX-VNNI): the same results. Only call
+// when avx2_vnni_supported().
+const KernelTable& avx2_vnni_kernels();
+bool avx2_vnni_supported();
 // nullptr when this build has no AVX-512 kernels. Only call its entries when
 // cpu_features() reports AVX-512 F/BW/VL + BF16 + FMA + F16C (see
 // avx512_supported()).
