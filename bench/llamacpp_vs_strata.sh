@@ -8,7 +8,7 @@
 #                               [--pp 512] [--tg 128] [--types "bf16 q8_0"]
 #                               [--quant "Q4_K_M Q5_K_M Q6_K Q4_0"]
 #                               [--shapes "qwen2.5-0.5b bench-small qwen3-moe-bench"]
-#                               [--cpu avx2|avx512_vnni]
+#                               [--cpu avx2|avx2_vnni|avx512|avx512_vnni]
 #
 # --types are converter output types (convert_hf_to_gguf.py --outtype). --quant adds
 # llama-quantize types: the bf16 GGUF is quantized with `tools/llamacpp/llama_run.sh quantize`
@@ -41,6 +41,10 @@
 # Lake): Strata with STRATA_CPU=avx512_vnni (its avx512_vnni table) and oneDNN capped at
 # ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI (what it dispatches to there), llama.cpp with only its
 # "icelake" variant (AVX-512 F/BW/VL/VBMI + VNNI, no BF16).
+# --cpu avx2_vnni: AVX2 + AVX-VNNI without AVX-512 (Alder Lake and later Intel client cores):
+# Strata's avx2_vnni table, llama.cpp's "alderlake" variant (the host needs AVX-VNNI).
+# --cpu avx512: AVX-512 without VNNI (Skylake-SP): Strata's avx2 table (what it runs there),
+# llama.cpp's "skylakex" variant.
 # Note: on a shared machine use --threads 1: llama.cpp's threads spin at barriers and
 # collapse when another process holds a core.
 set -euo pipefail
