@@ -294,6 +294,24 @@ STRATA_INLINE __m256i scale_operand(__m256i v) {
   return kUseVnni<D, MR> ? v : in_both_words(v);
 }
 
+// The f32 step of x block b for MR x rows: acc += float(sum) * d_w * d_x,
+// d_w the rows' f16 at `scales`.
+template <int MR, int NH>
+STRATA_INLINE void add_block_step(const MatmulArgs& a, const uint8_t* scales, int64_t i0, int64_t b,
+                                  int h0, const __m256i (&sum)[MR][NH], __m256 (&acc)[MR][NH]) {
+  const int64_t blocks = a.k / 32;
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h) {
+    const __m256 dw = half_scales(scales, h0 + h);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      acc[i][h] = _mm256_fmadd_ps(
+          _mm256_cvtepi32_ps(sum[i][h]),
+          _mm256_mul_ps(dw, _mm256_set1_ps(a.x_q8_d[(i0 + i) * blocks + b])), acc[i][h]);
+    }
+  }
+}
+
 // ---- the 32-value types: Q8_0, Q4_0, Q5_0, IQ4_NL ----
 
 template <DType D, int MR, int NH>
@@ -318,16 +336,7 @@ STRATA_INLINE void block32(const MatmulArgs& a, const uint8_t* codes, const uint
   for (int h = 0; h < NH; ++h) mul[0][h] = mul[1][h] = ones;
   const int32_t no_seed[MR] = {};
   add_block_products<D, MR, NH>(codes, xb, h0, mul, no_seed, sum);
-#pragma GCC unroll 2
-  for (int h = 0; h < NH; ++h) {
-    const __m256 dw = half_scales(scales, h0 + h);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      acc[i][h] = _mm256_fmadd_ps(
-          _mm256_cvtepi32_ps(sum[i][h]),
-          _mm256_mul_ps(dw, _mm256_set1_ps(a.x_q8_d[(i0 + i) * blocks + b])), acc[i][h]);
-    }
-  }
+  add_block_step<MR, NH>(a, scales, i0, b, h0, sum, acc);
 }
 
 // ---- IQ4_XS: sub-block s of super-block g is an IQ4_NL block (x block
@@ -361,16 +370,7 @@ STRATA_INLINE void iq4_xs_group(const MatmulArgs& a, const uint8_t* group, int64
     }
     add_block_products<DType::kIQ4_XS, MR, NH>(group + kIq4XsPanelCodes + s * 256, xb, h0, mul,
                                                seed, sum);
-#pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) {
-      const __m256 dw = half_scales(group, h0 + h);
-#pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) {
-        acc[i][h] = _mm256_fmadd_ps(
-            _mm256_cvtepi32_ps(sum[i][h]),
-            _mm256_mul_ps(dw, _mm256_set1_ps(a.x_q8_d[(i0 + i) * blocks + b])), acc[i][h]);
-      }
-    }
+    add_block_step<MR, NH>(a, group, i0, b, h0, sum, acc);
   }
 }
 
@@ -623,30 +623,6 @@ void panels_range(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
-// The 32 values at x quantized with scale d: round-to-nearest-even(x * (1 /
-// d)), saturated to int8, in order (avx2_quant.cc's arithmetic).
-STRATA_INLINE __m256i quantize32(const float* x, float d) {
-  const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  __m256i i32[4];
-  for (int s = 0; s < 4; ++s) {
-    i32[s] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * s), id));
-  }
-  const __m256i p8 =
-      _mm256_packs_epi16(_mm256_packs_epi32(i32[0], i32[1]), _mm256_packs_epi32(i32[2], i32[3]));
-  return _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-STRATA_INLINE float abs_max32(const float* x) {
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 m = _mm256_setzero_ps();
-  for (int v = 0; v < 32; v += 8)
-    m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + v), abs_mask));
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
-  return _mm_cvtss_f32(h);
-}
-
 }  // namespace
 
 #ifdef STRATA_AVX2_VNNI
@@ -687,7 +663,7 @@ void avx2_x_to_q8_blocks(const float* x, int64_t rows, int64_t k, int8_t* q, flo
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < blocks; ++b) {
       const float* xb = x + r * k + b * 32;
-      const float db = abs_max32(xb) / 127.0f;
+      const float db = abs_max(xb, 32) / 127.0f;
       const __m256i qv = quantize32(xb, db);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + r * k + b * 32), qv);
       // Σq: vpmaddubsw of ones with q gives pairs, vpmaddwd sums them.
