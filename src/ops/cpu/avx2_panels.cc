@@ -377,6 +377,21 @@ STRATA_INLINE void iq4_xs_group(const MatmulArgs& a, const uint8_t* group, int64
 // ---- the K-quants: x per 256 values (x_to_q8_groups), one int32 sum per
 // super-block ----
 
+// The start of a K-quant super-block at `group`: its lines prefetched ahead
+// (in the first pass over the panel) and the int32 sums zeroed.
+template <DType D, int MR, int NH>
+STRATA_INLINE void k_group_start(const uint8_t* group, int h0, __m256i (&isum)[MR][NH],
+                                 __m256i (&imin)[MR][NH]) {
+  if (h0 == 0) {
+    for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) isum[i][h] = imin[i][h] = _mm256_setzero_si256();
+  }
+}
+
 // acc += float(isum) * d_w * d_x, then (kMins) acc += float(imin) * dmin_w *
 // d_x, with d_w, dmin_w the rows' f16 at group, group + 32: the AVX-512
 // kernel's order.
@@ -410,15 +425,8 @@ STRATA_INLINE void k32_group(const MatmulArgs& a, const uint8_t* group, int64_t 
   constexpr bool kQ6 = D == DType::kQ6_K;
   constexpr int64_t kCodes = panel_block_codes(D);
   const int64_t kp = a.k_pad256;
-  if (h0 == 0) {
-    for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
-  }
   __m256i isum[MR][NH], imin[MR][NH];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) isum[i][h] = _mm256_setzero_si256();
-  }
+  k_group_start<D, MR, NH>(group, h0, isum, imin);
 #pragma GCC unroll 1
   for (int p = 0; p < 8; ++p) {
     XRows<MR> xb;
@@ -483,15 +491,8 @@ STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0
                            __m256 (&acc)[MR][NH]) {
   constexpr bool kQ2 = D == DType::kQ2_K;
   const int64_t kp = a.k_pad256;
-  if (h0 == 0) {
-    for (int64_t line = 0; line < k_panel_group_bytes(D); line += 64) prefetch_panel(group + line);
-  }
   __m256i isum[MR][NH], imin[MR][NH];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 2
-    for (int h = 0; h < NH; ++h) isum[i][h] = imin[i][h] = _mm256_setzero_si256();
-  }
+  k_group_start<D, MR, NH>(group, h0, isum, imin);
 #pragma GCC unroll 1
   for (int j = 0; j < 16; ++j) {
     __m256i u[NH][4], sc[NH], lo[NH];
