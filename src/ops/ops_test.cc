@@ -548,15 +548,9 @@ TEST(DispatchTest, Avx512VnniTableComputesTheBf16TablesBits) {
   }
 }
 
-// The AVX2 panel kernels (vpmaddubsw + vpmaddwd; with AVX-VNNI, vpdpbusd on
-// ymm) build the same exact int32 block and super-block sums as the
-// AVX512-VNNI one (vpdpbusd) and scale them with the same f32 operations in
-// the same order, so every output has the same bits: every panel type, x-row counts that take each
-// tile shape (1-4 rows, both halves or one per pass) and prefill sizes, a last panel with rows in
-// one half and in both, bias, a lone last block, Q8_0 codes of -128, zero and large x. Sets every
-// code of the GGUF blocks of a panel dtype to its largest magnitude (and the K-quants' sub-block
-// scales and mins to their largest), leaving the f16 factors: the int16 sums of the AVX2 kernel at
-// their bound.
+// Sets every code of the GGUF blocks of a panel dtype to its largest
+// magnitude (and the K-quants' sub-block scales and mins to their largest),
+// leaving the f16 factors: the int16 sums of the AVX2 kernel at their bound.
 void set_extreme_codes(DType dtype, std::vector<uint8_t>& bytes) {
   struct Range {
     size_t block, begin, end;
@@ -584,6 +578,14 @@ void set_extreme_codes(DType dtype, std::vector<uint8_t>& bytes) {
 
 void check_avx2_panel_bits(const cpu::KernelTable& avx2);
 
+// The AVX2 panel kernels (vpmaddubsw + vpmaddwd; with AVX-VNNI, vpdpbusd on
+// ymm) build the same exact int32 block and super-block sums as the
+// AVX512-VNNI one (vpdpbusd) and scale them with the same f32 operations in
+// the same order, so every output has the same bits: every panel type, x-row
+// counts that take each tile shape (1-4 rows, both halves or one per pass)
+// and prefill sizes, a last panel with rows in one half and in both, bias, a
+// lone last block, Q8_0 codes of -128, zero and large x, and every code at
+// its bound (set_extreme_codes).
 TEST(DispatchTest, Avx2PanelKernelComputesTheAvx512PanelKernelsBits) {
   if (!cpu::avx2_supported() || !cpu::avx512_vnni_supported()) {
     GTEST_SKIP() << "needs AVX2 and AVX-512 VNNI";

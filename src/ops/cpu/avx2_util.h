@@ -1,7 +1,7 @@
 // Helpers shared by the AVX2 translation units (avx2.cc, avx2_quant.cc,
-// avx2_panels.cc), and the table entries the last two define. Include only from files compiled
-// with the AVX2 flags (see ops/CMakeLists.txt); the helpers are inline, in
-// an unnamed namespace.
+// avx2_panels.cc), and the table entries the last two define. Include only
+// from files compiled with the AVX2 flags (see ops/CMakeLists.txt); the
+// helpers are inline, in an unnamed namespace.
 #pragma once
 
 #include <immintrin.h>
