@@ -215,22 +215,11 @@ STRATA_INLINE void add_block_products_vnni(const uint8_t* codes, const XRows<MR>
 }
 #endif
 
-// Adds the products of a 32-value block (codes at `codes`, halves h0 ..
-// h0 + NH - 1) with MR x rows into sum[i][h]: as int32 lanes of vpmaddwd
-// with mul[c][h] (scale_operand(); c = 0, Q6_K: 0 for the low nibbles, 1 for
-// the high), or with VNNI as vpdpbusd sums (kScaledSums types: per class c,
-// seeded with seed[i] (VNNI's IQ4_XS: -128 Σq), times mul[c][h]).
+// add_block_products with vpmaddubsw: int32 lanes of vpmaddwd with
+// mul[c][h] (c = 0; Q6_K: 0 for the low nibbles, 1 for the high).
 template <DType D, int MR, int NH>
-STRATA_INLINE void add_block_products(const uint8_t* codes, const XRows<MR>& xb, int h0,
-                                      const __m256i (&mul)[2][NH], const int32_t (&seed)[MR],
-                                      __m256i (&sum)[MR][NH]) {
-#ifdef STRATA_AVX2_VNNI
-  if constexpr (kUseVnni<D, MR>) {
-    add_block_products_vnni<D, MR, NH>(codes, xb, h0, mul, seed, sum);
-    return;
-  }
-#endif
-  (void)seed;
+STRATA_INLINE void add_block_products_maddubs(const uint8_t* codes, const XRows<MR>& xb, int h0,
+                                              const __m256i (&mul)[2][NH], __m256i (&sum)[MR][NH]) {
   constexpr int kTerms = kInt16Terms<D>;
   __m256i part[MR][NH];
 #pragma GCC unroll 8
@@ -258,13 +247,31 @@ STRATA_INLINE void add_block_products(const uint8_t* codes, const XRows<MR>& xb,
   }
 }
 
+// Adds the products of a 32-value block (codes at `codes`, halves h0 ..
+// h0 + NH - 1) with MR x rows into sum[i][h]: vpdpbusd sums where kUseVnni
+// (kScaledSums types: per class, seeded with seed[i], IQ4_XS's -128 Σq,
+// times mul), else vpmaddubsw's.
+template <DType D, int MR, int NH>
+STRATA_INLINE void add_block_products(const uint8_t* codes, const XRows<MR>& xb, int h0,
+                                      const __m256i (&mul)[2][NH], const int32_t (&seed)[MR],
+                                      __m256i (&sum)[MR][NH]) {
+  if constexpr (kUseVnni<D, MR>) {
+#ifdef STRATA_AVX2_VNNI  // kUseVnni is false elsewhere
+    add_block_products_vnni<D, MR, NH>(codes, xb, h0, mul, seed, sum);
+#endif
+  } else {
+    (void)seed;  // vpmaddubsw's seeds are the callers' (block_seed)
+    add_block_products_maddubs<D, MR, NH>(codes, xb, h0, mul, sum);
+  }
+}
+
 // The int32 seed of a 32-value block's sum, -z Σq for the code offset z
 // (w = u - z), from corr = -128 Σq; 0 for the signed codes.
 template <DType D, int MR>
 STRATA_INLINE int32_t block_seed(int32_t corr) {
   if constexpr (D == DType::kQ4_0) return corr / 16;  // -8 Σq
   if constexpr (D == DType::kQ5_0) return corr / 8;   // -16 Σq
-  return kUseVnni<D, MR> ? corr : 0;                  // Q8_0, IQ4_NL as w + 128
+  return 0;                  // Q8_0, IQ4_NL as w + 128
 }
 
 // The f16 scales of rows 8 h .. 8 h + 7 at `scales` (16 f16 per panel).
@@ -542,7 +549,6 @@ STRATA_INLINE void k_group(const MatmulArgs& a, const uint8_t* group, int64_t i0
 // x rows [i0, i0 + MR).
 template <DType D, int MR, int NH>
 void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j0, int h0) {
-  constexpr int64_t kCodes = panel_block_codes(D);
   __m256 acc[MR][NH];
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
@@ -568,7 +574,6 @@ void panel_tile(const MatmulArgs& a, const uint8_t* panel, int64_t i0, int64_t j
       const uint8_t* scales = panel + panel_scales_offset(D, blocks, b);
       block32<D, MR, NH>(a, codes, scales, i0, b, h0, acc);
     }
-    (void)kCodes;
   }
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h) {
