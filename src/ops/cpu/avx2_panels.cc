@@ -271,7 +271,7 @@ template <DType D, int MR>
 STRATA_INLINE int32_t block_seed(int32_t corr) {
   if constexpr (D == DType::kQ4_0) return corr / 16;  // -8 Σq
   if constexpr (D == DType::kQ5_0) return corr / 8;   // -16 Σq
-  return 0;                  // Q8_0, IQ4_NL as w + 128
+  return kUseVnni<D, MR> ? corr : 0;                  // Q8_0, IQ4_NL as w + 128
 }
 
 // The f16 scales of rows 8 h .. 8 h + 7 at `scales` (16 f16 per panel).
